@@ -1,0 +1,11 @@
+import type { Migration } from 'kysely';
+import * as m0001 from './0001_system_settings.js';
+
+/**
+ * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
+ * tests see the same set. Migrations must run unchanged on SQLite and PostgreSQL: text ids, ISO 8601 text
+ * timestamps written by the application, integer 0/1 flags.
+ */
+export const MIGRATIONS: Record<string, Migration> = {
+  '0001_system_settings': m0001,
+};

@@ -1,0 +1,200 @@
+import type { Redis } from 'ioredis';
+import { embeddedAuthzHealthCheck, openFgaHealthCheck } from './adapters/authz/health.js';
+import { localIdentityHealthCheck, oidcIdentityHealthCheck } from './adapters/identity/health.js';
+import { offlineLlmHealthCheck, openAiLlmHealthCheck } from './adapters/llm/health.js';
+import { connectWithin, createRedisClient } from './adapters/redis/redis.js';
+import { memorySessionStoreHealthCheck, redisSessionStoreHealthCheck } from './adapters/session-store/health.js';
+import type { Config } from './config.js';
+import { type Db, createDb } from './db/create-db.js';
+import { databaseHealthCheck } from './db/health.js';
+import { migrateToLatest } from './db/migrate.js';
+import { docsRoutes } from './http/docs.js';
+import { HttpListener, type ListenerName, createListenerApp } from './http/listener.js';
+import { type Metrics, createMetrics } from './http/metrics.js';
+import { metricsRoutes } from './http/metrics.routes.js';
+import { buildOpenApiDocument } from './http/openapi.js';
+import type { RouteGroup } from './http/route.js';
+import { Lifecycle } from './lifecycle.js';
+import { type Logger, createLogger } from './logger.js';
+import {
+  type HealthDeps,
+  builderHealthRoutes,
+  healthRoutes,
+  playgroundHealthRoutes,
+} from './modules/health/health.routes.js';
+import { HealthService } from './modules/health/health.service.js';
+import { EventLoopWatchdog } from './modules/health/liveness.js';
+import { StartupTracker } from './modules/health/startup.js';
+import { type Installation, ensureInstallation } from './modules/system/system.service.js';
+import { versionRoutes } from './modules/version/version.routes.js';
+
+/** What tests and embedders may replace; everything else comes from the config. */
+export interface AppOverrides {
+  logger?: Logger;
+  now?: () => Date;
+}
+
+export interface App {
+  readonly config: Config;
+  readonly logger: Logger;
+  readonly db: Db;
+  readonly redis: Redis | undefined;
+  readonly health: HealthService;
+  readonly lifecycle: Lifecycle;
+  readonly metrics: Metrics;
+  /** Known after start(): the installation this database belongs to. */
+  readonly installation: Installation | undefined;
+  /** Binds every listener, then migrates and initialises; resolves once the service takes traffic. */
+  start(): Promise<void>;
+  /** Stops accepting, drains in-flight requests and streams, closes connections. Idempotent. */
+  close(): Promise<void>;
+  /** Base URL of a bound listener (`http://127.0.0.1:8000`). */
+  url(listener: ListenerName): string;
+  /** Every route each listener serves through the registry (the OpenAPI document is built from these). */
+  routeGroups(listener: ListenerName): RouteGroup[];
+}
+
+/** Start-up steps in the order they run; the names are what `/health/startup` reports. */
+const STARTUP_STEPS: Record<string, string> = {
+  database: 'database_migrations',
+  session_store: 'session_store_connection',
+  authz_service: 'authz_model',
+  identity_provider: 'identity_provider_config',
+  llm_provider: 'llm_connection',
+};
+
+/** The composition root: builds every adapter from the config and wires the modules to them. */
+export function buildApp(config: Config, overrides: AppOverrides = {}): App {
+  const logger = overrides.logger ?? createLogger({ level: config.logLevel });
+  const now = overrides.now ?? (() => new Date());
+  const lifecycle = new Lifecycle();
+  const metrics = createMetrics();
+  const db = createDb(config.database);
+  const redis = config.redisUrl ? createRedisClient(config.redisUrl, logger) : undefined;
+
+  const health = new HealthService(config.healthCacheMs, now);
+  health.register(databaseHealthCheck(db));
+  health.register(
+    redis && config.redisUrl ? redisSessionStoreHealthCheck(redis, config.redisUrl) : memorySessionStoreHealthCheck(),
+  );
+  health.register(
+    config.authz.provider === 'openfga' ? openFgaHealthCheck(config.authz) : embeddedAuthzHealthCheck(db),
+  );
+  health.register(config.auth.oidc ? oidcIdentityHealthCheck(config.auth.oidc) : localIdentityHealthCheck(db));
+  health.register(config.llm.provider === 'openai' ? openAiLlmHealthCheck(config.llm) : offlineLlmHealthCheck());
+
+  const startup = new StartupTracker(Object.values(STARTUP_STEPS));
+  const watchdog = new EventLoopWatchdog();
+  const healthDeps: HealthDeps = { health, startup, lifecycle, watchdog, now };
+
+  const listeners = new Map<ListenerName, HttpListener>();
+  const groups: Record<ListenerName, { alwaysOn: RouteGroup[]; gated: RouteGroup[] }> = {
+    main: { alwaysOn: [healthRoutes(healthDeps), metricsRoutes(metrics)], gated: [versionRoutes()] },
+    playground: { alwaysOn: [playgroundHealthRoutes(healthDeps)], gated: [] },
+    builder: { alwaysOn: [builderHealthRoutes(healthDeps)], gated: [] },
+  };
+
+  let openApi: unknown;
+  const openApiDocument = () =>
+    (openApi ??= buildOpenApiDocument(
+      (['main', 'playground', 'builder'] as const).map((name) => ({
+        ...(name !== 'main' && listeners.get(name)?.listening && { serverUrl: listeners.get(name)!.url }),
+        groups: [...groups[name].alwaysOn, ...groups[name].gated],
+      })),
+    ));
+
+  for (const name of ['main', 'playground', 'builder'] as const) {
+    const app = createListenerApp({
+      name,
+      logger,
+      metrics,
+      lifecycle,
+      bodyLimitBytes: config.bodyLimitBytes,
+      alwaysOn: groups[name].alwaysOn,
+      groups: groups[name].gated,
+      extra: name === 'main' ? [docsRoutes(openApiDocument)] : [],
+    });
+    listeners.set(name, new HttpListener(name, app));
+  }
+
+  let installation: Installation | undefined;
+  let closing: Promise<void> | undefined;
+
+  async function initialise(): Promise<void> {
+    startup.set(STARTUP_STEPS.database!, 'in_progress');
+    const { applied, current } = await migrateToLatest(db.kysely);
+    logger.info({ applied, current }, applied.length > 0 ? 'database migrated' : 'database schema up to date');
+    installation = await ensureInstallation(db.kysely, now());
+    startup.set(STARTUP_STEPS.database!, 'completed');
+
+    if (redis) {
+      startup.set(STARTUP_STEPS.session_store!, 'in_progress');
+      await connectWithin(redis, 2_000).catch((err: unknown) =>
+        logger.warn({ err }, 'redis not reachable at start-up'),
+      );
+    }
+    // Contact every other dependency once, so start-up reports what it found; none of them stops start-up.
+    await Promise.all(
+      health.checks().map(async (check) => {
+        const step = STARTUP_STEPS[check.name];
+        if (!step || check.name === 'database') return;
+        if (check.embedded) {
+          startup.set(step, 'loaded');
+          return;
+        }
+        startup.set(step, 'in_progress');
+        const report = await health.check(check.name);
+        const ok = report?.status === 'healthy' || report?.status === 'degraded';
+        if (!ok) logger.warn({ component: check.name, error: report?.error }, 'dependency unavailable at start-up');
+        startup.set(step, ok ? 'completed' : 'failed');
+      }),
+    );
+  }
+
+  return {
+    config,
+    logger,
+    db,
+    redis,
+    health,
+    lifecycle,
+    metrics,
+    get installation() {
+      return installation;
+    },
+    async start() {
+      watchdog.start();
+      const ports: Record<ListenerName, number> = config.ports;
+      for (const [name, listener] of listeners) {
+        await listener.listen(config.host, ports[name]);
+        logger.info({ listener: name, url: listener.url }, 'listening');
+      }
+      openApi = undefined; // the document names the bound listener URLs
+      await initialise();
+      startup.finish();
+      lifecycle.markRunning();
+      logger.info({ instance: installation?.instanceId }, 'service started');
+    },
+    close() {
+      closing ??= (async () => {
+        lifecycle.beginStop();
+        logger.info('shutting down');
+        await Promise.all([...listeners.values()].map((l) => l.close(config.shutdownTimeoutMs)));
+        watchdog.stop();
+        if (redis) await redis.quit().catch(() => redis.disconnect());
+        await db.destroy();
+        lifecycle.markStopped();
+        logger.info('stopped');
+      })();
+      return closing;
+    },
+    routeGroups(name) {
+      return [...groups[name].alwaysOn, ...groups[name].gated];
+    },
+    url(name) {
+      const listener = listeners.get(name);
+      if (!listener) throw new Error(`unknown listener ${name}`);
+      return listener.url;
+    },
+  };
+}

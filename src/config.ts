@@ -1,0 +1,224 @@
+import { readFileSync } from 'node:fs';
+import { z } from 'zod';
+
+/**
+ * The operator contract: every setting comes from an environment variable (DESIGN.md §3). A JSON file named by
+ * `CONFIG_FILE` may hold the same keys; the environment wins over the file. Invalid configuration is reported as
+ * one message listing every bad key.
+ */
+
+const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'] as const;
+
+const port = (fallback: number) => z.coerce.number().int().min(0).max(65_535).default(fallback);
+const optionalUrl = z.url({ protocol: /^https?$/ }).optional();
+const optionalText = z.string().min(1).optional();
+const positiveInt = (fallback: number) => z.coerce.number().int().positive().default(fallback);
+
+const databaseUrl = z
+  .string()
+  .default('sqlite:./data/agent.db')
+  .refine((v) => /^sqlite:.+/.test(v) || /^postgres(ql)?:\/\/.+/.test(v), {
+    message: 'must be sqlite::memory:, sqlite:<path> or postgres://…',
+  });
+
+const redisUrl = z
+  .string()
+  .optional()
+  .refine((v) => v === undefined || /^rediss?:\/\/.+/.test(v), { message: 'must be redis://… or rediss://…' });
+
+const ulid = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a ULID');
+
+const envSchema = z.object({
+  HOST: z.string().min(1).default('127.0.0.1'),
+  PORT: port(8000),
+  PLAYGROUND_PORT: port(8001),
+  BUILDER_PORT: port(8002),
+  DATABASE_URL: databaseUrl,
+  REDIS_URL: redisUrl,
+  AUTH_MODE: z.enum(['token', 'session']).default('token'),
+  AUTH_PROVIDER: z.enum(['local', 'oidc']).default('local'),
+  OIDC_ISSUER_URL: optionalUrl,
+  OIDC_CLIENT_ID: optionalText,
+  OIDC_CLIENT_SECRET: optionalText,
+  OIDC_REDIRECT_URI: optionalUrl,
+  AUTHZ_PROVIDER: z.enum(['embedded', 'openfga']).default('embedded'),
+  OPENFGA_API_URL: optionalUrl,
+  OPENFGA_STORE_ID: ulid.optional(),
+  OPENFGA_MODEL_ID: ulid.optional(),
+  OPENFGA_API_TOKEN: optionalText,
+  LLM_PROVIDER: z.enum(['offline', 'openai']).default('offline'),
+  LLM_BASE_URL: z.url({ protocol: /^https?$/ }).default('https://api.openai.com/v1'),
+  LLM_API_KEY: optionalText,
+  LLM_MODEL: optionalText,
+  ADMIN_USERNAME: z.string().min(1).max(64).default('admin'),
+  ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
+  BODY_LIMIT_BYTES: positiveInt(1_048_576),
+  SHUTDOWN_TIMEOUT_MS: positiveInt(5_000),
+  HEALTH_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
+});
+
+/**
+ * Rules between keys. They read the raw values, so that they are reported together with type errors (zod runs
+ * refinements only on input that already parsed).
+ */
+function crossKeyProblems(raw: Record<string, unknown>): string[] {
+  const problems: string[] = [];
+  const need = (when: boolean, keys: string[], why: string) => {
+    if (!when) return;
+    for (const key of keys) if (raw[key] === undefined) problems.push(`${key}: is required when ${why}`);
+  };
+  need(
+    raw.AUTH_PROVIDER === 'oidc',
+    ['OIDC_ISSUER_URL', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'OIDC_REDIRECT_URI'],
+    'AUTH_PROVIDER=oidc',
+  );
+  need(raw.AUTHZ_PROVIDER === 'openfga', ['OPENFGA_API_URL', 'OPENFGA_STORE_ID'], 'AUTHZ_PROVIDER=openfga');
+  need(raw.LLM_PROVIDER === 'openai', ['LLM_MODEL'], 'LLM_PROVIDER=openai');
+
+  const defaults: Record<string, number> = { PORT: 8000, PLAYGROUND_PORT: 8001, BUILDER_PORT: 8002 };
+  const ports = Object.entries(defaults).map(
+    ([key, fallback]) => [key, raw[key] === undefined ? fallback : Number(raw[key])] as const,
+  );
+  for (const [i, [key, value]] of ports.entries()) {
+    const clash = ports.slice(0, i).find(([, other]) => other === value && value !== 0 && Number.isInteger(value));
+    if (clash) problems.push(`${key}: must differ from ${clash[0]} (${value})`);
+  }
+  return problems;
+}
+
+export type Env = z.infer<typeof envSchema>;
+
+export type DatabaseTarget =
+  { dialect: 'sqlite'; filename: string } | { dialect: 'postgres'; connectionString: string };
+
+export interface Config {
+  host: string;
+  ports: { main: number; playground: number; builder: number };
+  database: DatabaseTarget;
+  redisUrl: string | undefined;
+  auth: {
+    mode: 'token' | 'session';
+    provider: 'local' | 'oidc';
+    oidc?: { issuerUrl: string; clientId: string; clientSecret: string; redirectUri: string };
+    adminUsername: string;
+    adminPassword: string | undefined;
+  };
+  authz:
+    | { provider: 'embedded' }
+    | { provider: 'openfga'; apiUrl: string; storeId: string; modelId?: string; apiToken?: string };
+  llm: { provider: 'offline' } | { provider: 'openai'; baseUrl: string; apiKey?: string; model: string };
+  logLevel: (typeof LOG_LEVELS)[number];
+  bodyLimitBytes: number;
+  shutdownTimeoutMs: number;
+  healthCacheMs: number;
+}
+
+/** Thrown when configuration is invalid; `problems` holds one line per bad key. */
+export class ConfigError extends Error {
+  constructor(readonly problems: string[]) {
+    super(`Invalid configuration:\n${problems.map((p) => `  - ${p}`).join('\n')}`);
+    this.name = 'ConfigError';
+  }
+}
+
+const ENV_KEYS = Object.keys(envSchema.shape) as (keyof Env)[];
+
+/** Reads the keys we know from a source, dropping empty strings so that `PORT=` means "use the default". */
+function pickKnown(source: Record<string, unknown>): Record<string, unknown> {
+  const picked: Record<string, unknown> = {};
+  for (const key of ENV_KEYS) {
+    const value = source[key];
+    if (value !== undefined && value !== '') picked[key] = value;
+  }
+  return picked;
+}
+
+function readConfigFile(path: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new ConfigError([`CONFIG_FILE: cannot read ${path} (${(err as NodeJS.ErrnoException).code ?? 'error'})`]);
+  }
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed === null || typeof parsed !== 'object' || Array.isArray(parsed)) throw new Error('not an object');
+    const values = parsed as Record<string, unknown>;
+    const unknownKeys = Object.keys(values).filter((k) => !(ENV_KEYS as string[]).includes(k));
+    if (unknownKeys.length > 0) {
+      throw new ConfigError(unknownKeys.map((k) => `${k}: unknown key in CONFIG_FILE ${path}`));
+    }
+    // The file may use JSON numbers; the schema coerces from strings as the environment would.
+    return Object.fromEntries(Object.entries(values).map(([k, v]) => [k, typeof v === 'number' ? String(v) : v]));
+  } catch (err) {
+    if (err instanceof ConfigError) throw err;
+    throw new ConfigError([`CONFIG_FILE: ${path} is not a JSON object of settings`]);
+  }
+}
+
+function toDatabaseTarget(url: string): DatabaseTarget {
+  if (url.startsWith('sqlite:')) return { dialect: 'sqlite', filename: url.slice('sqlite:'.length) };
+  return { dialect: 'postgres', connectionString: url };
+}
+
+/** Validates the environment (and the optional CONFIG_FILE) into a typed Config, or throws ConfigError. */
+export function loadConfig(environment: Record<string, string | undefined> = process.env): Config {
+  const fromFile = environment.CONFIG_FILE ? readConfigFile(environment.CONFIG_FILE) : {};
+  const raw = { ...pickKnown(fromFile), ...pickKnown(environment) };
+  const result = envSchema.safeParse(raw);
+  const problems = [
+    ...(result.success
+      ? []
+      : result.error.issues.map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`)),
+    ...crossKeyProblems(raw),
+  ];
+  if (!result.success || problems.length > 0) throw new ConfigError(problems);
+  const env = result.data;
+  return {
+    host: env.HOST,
+    ports: { main: env.PORT, playground: env.PLAYGROUND_PORT, builder: env.BUILDER_PORT },
+    database: toDatabaseTarget(env.DATABASE_URL),
+    redisUrl: env.REDIS_URL,
+    auth: {
+      mode: env.AUTH_MODE,
+      provider: env.AUTH_PROVIDER,
+      ...(env.AUTH_PROVIDER === 'oidc' && {
+        oidc: {
+          issuerUrl: env.OIDC_ISSUER_URL!,
+          clientId: env.OIDC_CLIENT_ID!,
+          clientSecret: env.OIDC_CLIENT_SECRET!,
+          redirectUri: env.OIDC_REDIRECT_URI!,
+        },
+      }),
+      adminUsername: env.ADMIN_USERNAME,
+      adminPassword: env.ADMIN_PASSWORD,
+    },
+    authz:
+      env.AUTHZ_PROVIDER === 'openfga'
+        ? {
+            provider: 'openfga',
+            apiUrl: env.OPENFGA_API_URL!,
+            storeId: env.OPENFGA_STORE_ID!,
+            ...(env.OPENFGA_MODEL_ID && { modelId: env.OPENFGA_MODEL_ID }),
+            ...(env.OPENFGA_API_TOKEN && { apiToken: env.OPENFGA_API_TOKEN }),
+          }
+        : { provider: 'embedded' },
+    llm:
+      env.LLM_PROVIDER === 'openai'
+        ? {
+            provider: 'openai',
+            baseUrl: env.LLM_BASE_URL,
+            model: env.LLM_MODEL!,
+            ...(env.LLM_API_KEY && { apiKey: env.LLM_API_KEY }),
+          }
+        : { provider: 'offline' },
+    logLevel: env.LOG_LEVEL,
+    bodyLimitBytes: env.BODY_LIMIT_BYTES,
+    shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
+    healthCacheMs: env.HEALTH_CACHE_MS,
+  };
+}
+
+/** The documented settings, for the README table and `agent-service config`. */
+export const CONFIG_KEYS: readonly string[] = ENV_KEYS;

@@ -1,0 +1,16 @@
+import type { HealthCheck } from '../modules/health/health.service.js';
+import type { Db } from './create-db.js';
+
+/** The relational database: a round trip, plus where it is and how many connections are in use. */
+export function databaseHealthCheck(db: Db): HealthCheck {
+  return {
+    name: 'database',
+    critical: true,
+    timeoutMs: 1_000,
+    details: { dialect: db.dialect, ...db.describe() },
+    run: async () => {
+      await db.ping();
+      return { status: 'healthy', details: { active_connections: db.activeConnections() } };
+    },
+  };
+}

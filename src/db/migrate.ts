@@ -1,0 +1,58 @@
+import { type Kysely, type MigrationResultSet, Migrator } from 'kysely';
+import { MIGRATIONS } from '../../migrations/index.js';
+import type { Database } from './database.js';
+
+export interface MigrationReport {
+  applied: string[];
+  current: string | undefined;
+}
+
+function migratorFor(db: Kysely<Database>): Migrator {
+  return new Migrator({ db, provider: { getMigrations: () => Promise.resolve(MIGRATIONS) } });
+}
+
+function report(result: MigrationResultSet, direction: 'Up' | 'Down'): MigrationReport {
+  if (result.error) {
+    const failed = result.results?.find((r) => r.status === 'Error')?.migrationName;
+    throw new Error(`Migration ${failed ?? '(unknown)'} failed`, { cause: result.error });
+  }
+  const applied = (result.results ?? []).filter((r) => r.direction === direction).map((r) => r.migrationName);
+  return { applied, current: undefined };
+}
+
+/**
+ * Applies every pending migration in order, each in a transaction. Safe when several processes start at once:
+ * PostgreSQL serialises them with Kysely's advisory lock; SQLite has no such lock, so the loser of a race fails
+ * on the winner's tables and, once the winner has committed, finds nothing left to apply on its second try.
+ */
+export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationReport> {
+  const migrator = migratorFor(db);
+  let result: MigrationReport;
+  try {
+    result = report(await migrator.migrateToLatest(), 'Up');
+  } catch (firstError) {
+    try {
+      result = report(await migrator.migrateToLatest(), 'Up');
+    } catch {
+      throw firstError;
+    }
+  }
+  return { ...result, current: await currentMigration(migrator) };
+}
+
+/** Reverts the most recent migration (for `agent-service migrate --down`). */
+export async function migrateDown(db: Kysely<Database>): Promise<MigrationReport> {
+  const migrator = migratorFor(db);
+  const result = report(await migrator.migrateDown(), 'Down');
+  return { ...result, current: await currentMigration(migrator) };
+}
+
+async function currentMigration(migrator: Migrator): Promise<string | undefined> {
+  const all = await migrator.getMigrations();
+  return all.filter((m) => m.executedAt !== undefined).at(-1)?.name;
+}
+
+/** Names of the migrations this build knows, in order. */
+export function knownMigrations(): string[] {
+  return Object.keys(MIGRATIONS).sort();
+}

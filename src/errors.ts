@@ -1,0 +1,218 @@
+/**
+ * One error hierarchy for the whole service. Stores and services throw these; only the HTTP layer turns them
+ * into bodies, in the shape of the area the request belongs to (see src/http/render-errors.ts).
+ */
+
+/** Stable, switchable error codes. The spec's codes come first; the rest are ours. */
+export type ErrorCode =
+  | 'AUTH_INVALID_CREDENTIALS'
+  | 'AUTH_ACCESS_DENIED'
+  | 'AUTH_RATE_LIMIT'
+  | 'AUTH_SERVICE_ERROR'
+  | 'AUTH_INVALID_TOKEN'
+  | 'SESSION_NOT_FOUND'
+  | 'RATE_LIMIT'
+  | 'INTERNAL_ERROR'
+  | 'VALIDATION_ERROR'
+  | 'MALFORMED_JSON'
+  | 'UNSUPPORTED_MEDIA_TYPE'
+  | 'PAYLOAD_TOO_LARGE'
+  | 'UNSUPPORTED_API_VERSION'
+  | 'BAD_REQUEST'
+  | 'NOT_FOUND'
+  | 'ROUTE_NOT_FOUND'
+  | 'FORBIDDEN'
+  | 'CONFLICT'
+  | 'SERVICE_UNAVAILABLE'
+  | 'SERVICE_STARTING';
+
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 503;
+
+/** The spec's `error` strings of the authentication envelope, plus the few HTTP conditions it does not name. */
+export type ErrorName =
+  | 'unauthorized'
+  | 'forbidden'
+  | 'not_found'
+  | 'rate_limit_exceeded'
+  | 'internal_error'
+  | 'validation_error'
+  | 'conflict'
+  | 'authentication_failed'
+  | 'payload_too_large'
+  | 'unsupported_media_type'
+  | 'service_unavailable';
+
+/** The SCIM `scimType` values (RFC 7644 §3.12). */
+export type ScimType =
+  | 'invalidValue'
+  | 'tooMany'
+  | 'uniqueness'
+  | 'mutability'
+  | 'invalidSyntax'
+  | 'invalidFilter'
+  | 'invalidPath'
+  | 'notFound'
+  | 'invalidVers'
+  | 'sensitive';
+
+/** One problem with one input field: `loc` is the path into the request (`['body', 'name']`). */
+export interface FieldIssue {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+}
+
+export interface AppErrorOptions {
+  code?: ErrorCode;
+  cause?: unknown;
+  issues?: FieldIssue[];
+  scimType?: ScimType;
+  headers?: Record<string, string>;
+}
+
+export abstract class AppError extends Error {
+  abstract readonly status: ErrorStatus;
+  abstract readonly error: ErrorName;
+  readonly code: ErrorCode | undefined;
+  readonly issues: FieldIssue[] | undefined;
+  readonly scimType: ScimType | undefined;
+  readonly headers: Record<string, string>;
+
+  constructor(message: string, options: AppErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = new.target.name;
+    this.code = options.code;
+    this.issues = options.issues;
+    this.scimType = options.scimType;
+    this.headers = options.headers ?? {};
+  }
+
+  /** Whether the message may be shown to the client. 5xx details never leave the process. */
+  get expose(): boolean {
+    return this.status < 500;
+  }
+}
+
+export class BadRequestError extends AppError {
+  readonly status = 400;
+  readonly error = 'validation_error';
+}
+
+/** Input that does not match the schema; `issues` names every bad field. */
+export class ValidationError extends AppError {
+  readonly status = 400;
+  readonly error = 'validation_error';
+  constructor(message: string, issues: FieldIssue[], options: Omit<AppErrorOptions, 'issues'> = {}) {
+    super(message, { code: 'VALIDATION_ERROR', ...options, issues });
+  }
+}
+
+export class UnauthorizedError extends AppError {
+  readonly status = 401;
+  readonly error: ErrorName;
+  /** When the presented credential had expired, its expiry (ISO 8601): the verify form reports it. */
+  readonly expiredAt: string | undefined;
+  constructor(
+    message = 'Authentication required',
+    options: AppErrorOptions & { error?: ErrorName; expiredAt?: string } = {},
+  ) {
+    super(message, options);
+    this.error = options.error ?? 'unauthorized';
+    this.expiredAt = options.expiredAt;
+  }
+}
+
+export class ForbiddenError extends AppError {
+  readonly status = 403;
+  readonly error = 'forbidden';
+}
+
+export class NotFoundError extends AppError {
+  readonly status = 404;
+  readonly error = 'not_found';
+}
+
+export class ConflictError extends AppError {
+  readonly status = 409;
+  readonly error = 'conflict';
+}
+
+export class PayloadTooLargeError extends AppError {
+  readonly status = 413;
+  readonly error = 'payload_too_large';
+}
+
+export class UnsupportedMediaTypeError extends AppError {
+  readonly status = 415;
+  readonly error = 'unsupported_media_type';
+}
+
+export class UnprocessableError extends AppError {
+  readonly status = 422;
+  readonly error = 'validation_error';
+}
+
+export class RateLimitError extends AppError {
+  readonly status = 429;
+  readonly error = 'rate_limit_exceeded';
+  constructor(
+    message: string,
+    readonly retryAfterSeconds: number,
+    options: AppErrorOptions = {},
+  ) {
+    super(message, { code: 'RATE_LIMIT', ...options });
+  }
+}
+
+export class InternalError extends AppError {
+  readonly status = 500;
+  readonly error = 'internal_error';
+}
+
+export class ServiceUnavailableError extends AppError {
+  readonly status = 503;
+  readonly error = 'service_unavailable';
+  override get expose(): boolean {
+    return true;
+  }
+}
+
+/** Shape of the errors that body-parser and the router raise (they follow the `http-errors` convention). */
+interface HttpLikeError {
+  status?: unknown;
+  statusCode?: unknown;
+  type?: unknown;
+  expose?: unknown;
+}
+
+/**
+ * Turns anything thrown into an AppError. Framework errors with a client status become their 4xx; everything
+ * else becomes an InternalError that keeps the original as its cause (for the log, never the client).
+ */
+export function toAppError(err: unknown): AppError {
+  if (err instanceof AppError) return err;
+  const http = (typeof err === 'object' && err !== null ? err : {}) as HttpLikeError;
+  const status = typeof http.status === 'number' ? http.status : http.statusCode;
+  switch (http.type) {
+    case 'entity.parse.failed':
+      return new BadRequestError('Request body is not valid JSON', { code: 'MALFORMED_JSON', cause: err });
+    case 'entity.too.large':
+      return new PayloadTooLargeError('Request body is too large', { code: 'PAYLOAD_TOO_LARGE', cause: err });
+    case 'encoding.unsupported':
+    case 'charset.unsupported':
+      return new UnsupportedMediaTypeError('Unsupported request body encoding', {
+        code: 'UNSUPPORTED_MEDIA_TYPE',
+        cause: err,
+      });
+    case 'request.aborted':
+    case 'request.size.invalid':
+    case 'stream.encoding.set':
+      return new BadRequestError('Request body could not be read', { code: 'BAD_REQUEST', cause: err });
+  }
+  if (typeof status === 'number' && status >= 400 && status < 500 && http.expose !== false) {
+    if (status === 404) return new NotFoundError('Not found', { code: 'NOT_FOUND', cause: err });
+    if (status === 413) return new PayloadTooLargeError('Request body is too large', { code: 'PAYLOAD_TOO_LARGE' });
+    return new BadRequestError('Bad request', { code: 'BAD_REQUEST', cause: err });
+  }
+  return new InternalError('Internal server error', { code: 'INTERNAL_ERROR', cause: err });
+}

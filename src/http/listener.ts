@@ -1,0 +1,150 @@
+import { type Server, type ServerResponse, createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import express, { type RequestHandler, type Router } from 'express';
+import { ServiceUnavailableError } from '../errors.js';
+import type { Lifecycle } from '../lifecycle.js';
+import type { Logger } from '../logger.js';
+import { apiVersion } from './api-version.js';
+import type { Metrics } from './metrics.js';
+import { ErrorAreas, errorHandler, notFoundHandler } from './render-errors.js';
+import { requestContext } from './request-context.js';
+import { type RouteGroup, mountRoutes } from './route.js';
+
+export type ListenerName = 'main' | 'playground' | 'builder';
+
+export interface ListenerAppOptions {
+  name: ListenerName;
+  logger: Logger;
+  metrics: Metrics;
+  lifecycle: Lifecycle;
+  bodyLimitBytes: number;
+  /** Route groups that answer only once start-up has finished. */
+  groups: RouteGroup[];
+  /** Route groups that answer from the first moment (probes, metrics). */
+  alwaysOn?: RouteGroup[];
+  /** Routers outside the route registry (documentation pages, static front ends). */
+  extra?: Router[];
+  authenticate?: RequestHandler;
+}
+
+const JSON_TYPES = ['application/json', 'application/*+json'];
+
+/** Answers 503 until start-up has finished, so no request meets an unmigrated database. */
+function startupGate(lifecycle: Lifecycle): RequestHandler {
+  return (_req, res, next) => {
+    if (lifecycle.phase !== 'starting') {
+      next();
+      return;
+    }
+    res.setHeader('Retry-After', '1');
+    next(new ServiceUnavailableError('The service is starting; retry shortly', { code: 'SERVICE_STARTING' }));
+  };
+}
+
+/** Builds one listener's express app: the common plumbing, then its route groups, then 404 and error rendering. */
+export function createListenerApp(options: ListenerAppOptions): express.Express {
+  const { name, logger, metrics, lifecycle, bodyLimitBytes } = options;
+  const app = express();
+  app.disable('x-powered-by');
+  app.set('query parser', 'simple');
+  const areas = new ErrorAreas();
+
+  app.use((_req, res, next) => {
+    res.locals.listener = name;
+    res.setHeader('X-Content-Type-Options', 'nosniff');
+    res.setHeader('Referrer-Policy', 'no-referrer');
+    next();
+  });
+  app.use(requestContext(logger, name));
+  app.use(metrics.httpMiddleware);
+  app.use(apiVersion());
+  app.use(express.json({ limit: bodyLimitBytes, type: JSON_TYPES }));
+  app.use(express.urlencoded({ limit: bodyLimitBytes, extended: false }));
+
+  const gate = startupGate(lifecycle);
+  const mount = (group: RouteGroup, gated: boolean) => {
+    const router = express.Router({ mergeParams: true });
+    mountRoutes(router, group.routes, options.authenticate ? { authenticate: options.authenticate } : {});
+    if (gated) app.use(group.prefix || '/', gate, router);
+    else app.use(group.prefix || '/', router);
+    if (group.prefix) areas.add(group.prefix, group.area);
+  };
+  for (const group of options.alwaysOn ?? []) mount(group, false);
+  for (const group of options.groups) mount(group, true);
+  for (const router of options.extra ?? []) app.use(router);
+
+  app.use(notFoundHandler(areas));
+  app.use(errorHandler(areas));
+  return app;
+}
+
+/** An HTTP server that binds, reports its address, and closes gracefully. */
+export class HttpListener {
+  readonly server: Server;
+  #address: AddressInfo | undefined;
+  readonly #inFlight = new Set<ServerResponse>();
+  #draining = false;
+
+  constructor(
+    readonly name: ListenerName,
+    app: express.Express,
+  ) {
+    this.server = createServer(app);
+    // Runs after the app has taken the request, before any response is written.
+    this.server.on('request', (_req, res: ServerResponse) => {
+      if (this.#draining) {
+        HttpListener.#closeAfter(res);
+        return;
+      }
+      this.#inFlight.add(res);
+      res.once('close', () => this.#inFlight.delete(res));
+    });
+  }
+
+  /** Tells the client to reconnect (to another instance) after this response, and frees the socket. */
+  static #closeAfter(res: ServerResponse): void {
+    if (!res.headersSent) res.setHeader('Connection', 'close');
+  }
+
+  async listen(host: string, port: number): Promise<AddressInfo> {
+    await new Promise<void>((resolve, reject) => {
+      const onError = (err: Error) => reject(err);
+      this.server.once('error', onError);
+      this.server.listen(port, host, () => {
+        this.server.off('error', onError);
+        resolve();
+      });
+    });
+    this.#address = this.server.address() as AddressInfo;
+    return this.#address;
+  }
+
+  /** `http://host:port` of the bound socket. */
+  get url(): string {
+    if (!this.#address) throw new Error(`${this.name} listener is not listening`);
+    const { address, family, port } = this.#address;
+    return `http://${family === 'IPv6' ? `[${address}]` : address}:${port}`;
+  }
+
+  get listening(): boolean {
+    return this.server.listening;
+  }
+
+  /**
+   * Stops accepting connections, lets in-flight requests finish, and after `graceMs` cuts whatever is left
+   * (a client that never finishes must not keep the process alive).
+   */
+  async close(graceMs: number): Promise<void> {
+    if (!this.server.listening) return;
+    this.#draining = true;
+    for (const res of this.#inFlight) HttpListener.#closeAfter(res);
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeIdleConnections();
+    const timer = setTimeout(() => this.server.closeAllConnections(), graceMs);
+    try {
+      await closed;
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+}

@@ -1,0 +1,168 @@
+import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
+import { type AppError, NotFoundError, UnauthorizedError, ValidationError, toAppError } from '../errors.js';
+
+/**
+ * Each area of the interface has its own error body (spec "Errors"). A router declares its area when it is
+ * mounted (see `mountArea`), so errors raised before routing — bad JSON, an oversized body, an unknown path —
+ * are still rendered in the shape the client of that area expects.
+ */
+export type ErrorArea = 'envelope' | 'mcp' | 'data-subject' | 'scim' | 'verify';
+
+export interface RenderedError {
+  status: number;
+  headers: Record<string, string>;
+  body: unknown;
+}
+
+const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
+const GENERIC_500 = 'Internal server error';
+
+function publicMessage(err: AppError): string {
+  return err.expose ? err.message : GENERIC_500;
+}
+
+function mcpCode(err: AppError): string {
+  if (err.status === 403) return 'permission_denied';
+  if (err.status === 429) return 'rate_limit_exceeded';
+  if (err.status >= 500) return 'internal_error';
+  return 'invalid_request';
+}
+
+function scimType(err: AppError): string | undefined {
+  if (err.scimType) return err.scimType;
+  if (err.code === 'MALFORMED_JSON') return 'invalidSyntax';
+  if (err instanceof ValidationError || err.status === 400) return 'invalidValue';
+  if (err.status === 404) return 'notFound';
+  if (err.status === 409) return 'uniqueness';
+  return undefined;
+}
+
+const renderers: Record<ErrorArea, (err: AppError, traceId: string) => RenderedError> = {
+  envelope(err, traceId) {
+    return {
+      status: err.status,
+      headers: {},
+      body: {
+        error: err.error,
+        message: publicMessage(err),
+        ...(err.code && { code: err.code }),
+        ...(err.issues && { details: err.issues }),
+        ...(err.status >= 500 && { trace_id: traceId }),
+        ...(err.status === 429 && 'retryAfterSeconds' in err && { retry_after: err.retryAfterSeconds }),
+        timestamp: new Date().toISOString(),
+      },
+    };
+  },
+  mcp(err, traceId) {
+    if (err.status === 401) return { status: 401, headers: {}, body: { detail: err.message } };
+    return {
+      status: err.status,
+      headers: {},
+      body: {
+        error: {
+          code: mcpCode(err),
+          message: publicMessage(err),
+          ...(err.status >= 500 && { trace_id: traceId }),
+          ...(err.status === 429 && 'retryAfterSeconds' in err && { retry_after: err.retryAfterSeconds }),
+        },
+      },
+    };
+  },
+  'data-subject'(err, traceId) {
+    // Field-level validation is 422 with FastAPI-style details; everything else is a plain {detail}.
+    if (err.issues) return { status: 422, headers: {}, body: { detail: err.issues } };
+    return {
+      status: err.status,
+      headers: {},
+      body: { detail: publicMessage(err), ...(err.status >= 500 && { trace_id: traceId }) },
+    };
+  },
+  scim(err, traceId) {
+    const type = scimType(err);
+    const detail = err.issues ? `${err.message}: ${err.issues.map(describeIssue).join('; ')}` : publicMessage(err);
+    return {
+      status: err.status,
+      headers: { 'Content-Type': 'application/scim+json; charset=utf-8' },
+      body: {
+        schemas: [SCIM_ERROR_SCHEMA],
+        status: err.status,
+        detail: err.status >= 500 ? `${detail} (trace_id ${traceId})` : detail,
+        ...(type && { scimType: type }),
+      },
+    };
+  },
+  verify(err, traceId) {
+    if (err.status !== 401) return renderers.envelope(err, traceId);
+    const expiredAt = err instanceof UnauthorizedError ? err.expiredAt : undefined;
+    return {
+      status: 401,
+      headers: {},
+      body: { valid: false, error: err.message, ...(expiredAt && { expired_at: expiredAt }) },
+    };
+  },
+};
+
+function describeIssue(issue: { loc: (string | number)[]; msg: string }): string {
+  return `${issue.loc.join('.')}: ${issue.msg}`;
+}
+
+/** Renders any thrown value as the given area's error response. */
+export function renderError(area: ErrorArea, thrown: unknown, traceId: string): RenderedError {
+  const err = toAppError(thrown);
+  const rendered = renderers[area](err, traceId);
+  const headers = { ...rendered.headers, ...err.headers };
+  if (rendered.status === 401 && !('WWW-Authenticate' in headers)) {
+    headers['WWW-Authenticate'] = 'Bearer realm="agent-service"';
+  }
+  if (rendered.status === 429 && 'retryAfterSeconds' in err) headers['Retry-After'] = String(err.retryAfterSeconds);
+  return { ...rendered, headers };
+}
+
+/** Longest-prefix table from mount path to error area, filled by `mountArea`. */
+export class ErrorAreas {
+  readonly #prefixes: { prefix: string; area: ErrorArea }[] = [];
+
+  constructor(readonly fallback: ErrorArea = 'envelope') {}
+
+  add(prefix: string, area: ErrorArea): void {
+    this.#prefixes.push({ prefix, area });
+    this.#prefixes.sort((a, b) => b.prefix.length - a.prefix.length);
+  }
+
+  areaFor(path: string): ErrorArea {
+    for (const { prefix, area } of this.#prefixes) {
+      if (path === prefix || path.startsWith(prefix.endsWith('/') ? prefix : `${prefix}/`)) return area;
+    }
+    return this.fallback;
+  }
+}
+
+/** The request's id doubles as the trace id that a 500 body carries and every log line repeats. */
+function traceIdOf(req: Request): string {
+  return typeof req.id === 'string' ? req.id : JSON.stringify(req.id);
+}
+
+/** Final middleware: an unmatched route is a 404 in the area's shape. */
+export function notFoundHandler(areas: ErrorAreas): RequestHandler {
+  return (req, res) => {
+    const err = new NotFoundError(`No route for ${req.method} ${req.path}`, { code: 'ROUTE_NOT_FOUND' });
+    const rendered = renderError(areas.areaFor(req.path), err, traceIdOf(req));
+    res.status(rendered.status).set(rendered.headers).json(rendered.body);
+  };
+}
+
+/** Final error middleware: logs 5xx with the request id and renders every error in the area's shape. */
+export function errorHandler(areas: ErrorAreas): ErrorRequestHandler {
+  return (thrown: unknown, req, res, next) => {
+    const err = toAppError(thrown);
+    if (err.status >= 500) req.log.error({ err: err.cause ?? err }, 'request failed');
+    else req.log.debug({ code: err.code, status: err.status }, err.message);
+    if (res.headersSent) {
+      // A stream already started: all we can do is end it; express closes the socket for us.
+      next(thrown);
+      return;
+    }
+    const rendered = renderError(areas.areaFor(req.path), err, traceIdOf(req));
+    res.status(rendered.status).set(rendered.headers).json(rendered.body);
+  };
+}

@@ -1,0 +1,165 @@
+import type { Request, RequestHandler, Response, Router } from 'express';
+import type { z } from 'zod';
+import { type FieldIssue, UnsupportedMediaTypeError, ValidationError } from '../errors.js';
+import type { ErrorArea } from './render-errors.js';
+
+/**
+ * A route is declared once: its zod schemas validate the request at run time and describe it in the OpenAPI
+ * document. Nothing about a route's shape lives anywhere else.
+ */
+
+export type HttpMethod = 'get' | 'post' | 'put' | 'patch' | 'delete';
+
+/** Who may call a route. `authenticated` routes get the authentication middleware the listener provides. */
+export type RouteAccess = 'public' | 'authenticated';
+
+export interface ResponseSpec {
+  description: string;
+  schema?: z.ZodType;
+  /** Defaults to application/json. */
+  contentType?: string;
+}
+
+type ObjectSchema = z.ZodObject<z.ZodRawShape>;
+
+export interface RouteRequestSpec<P extends ObjectSchema, Q extends ObjectSchema, B extends z.ZodType> {
+  params?: P;
+  query?: Q;
+  body?: B;
+  /** Media types the body may arrive in; defaults to application/json. */
+  bodyContentTypes?: string[];
+}
+
+export interface RouteInput<P, Q, B> {
+  params: P;
+  query: Q;
+  body: B;
+  req: Request;
+  res: Response;
+}
+
+/** Return this from a handler to choose the status or headers; a plain value is sent with the first 2xx status. */
+export class Reply {
+  constructor(
+    readonly status: number,
+    readonly body?: unknown,
+    readonly headers: Record<string, string> = {},
+  ) {}
+}
+
+export interface RouteDefinition<
+  P extends ObjectSchema = ObjectSchema,
+  Q extends ObjectSchema = ObjectSchema,
+  B extends z.ZodType = z.ZodType,
+> {
+  method: HttpMethod;
+  /** Express path syntax (`/api/v1/api-keys/:key_id`). */
+  path: string;
+  operationId: string;
+  summary: string;
+  description?: string;
+  tags: string[];
+  access: RouteAccess;
+  request?: RouteRequestSpec<P, Q, B>;
+  responses: Record<number, ResponseSpec>;
+  /** Marked `deprecated: true` in the OpenAPI document (spec "Versioning" 5). */
+  deprecated?: boolean;
+  /** Served but left out of the public document (e.g. the gateway's internal API-key exchange). */
+  internal?: boolean;
+  /**
+   * Returns the body to send (with the first 2xx status), a Reply, or undefined when the handler wrote the
+   * response itself (streams, files).
+   */
+  handler: (input: RouteInput<z.output<P>, z.output<Q>, z.output<B>>) => unknown;
+}
+
+/** Identity function that infers a route's types from its schemas. */
+export function defineRoute<P extends ObjectSchema, Q extends ObjectSchema, B extends z.ZodType>(
+  route: RouteDefinition<P, Q, B>,
+): RouteDefinition {
+  return route;
+}
+
+/** A group of routes sharing a path prefix and an error area (the unit a listener mounts). */
+export interface RouteGroup {
+  prefix: string;
+  area: ErrorArea;
+  routes: RouteDefinition[];
+}
+
+function toFieldIssues(where: 'path' | 'query' | 'body', error: z.ZodError): FieldIssue[] {
+  return error.issues.map((issue) => ({
+    loc: [where, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))],
+    msg: issue.message,
+    type: issue.code,
+  }));
+}
+
+function parsePart(where: 'path' | 'query' | 'body', schema: z.ZodType | undefined, value: unknown): unknown {
+  if (!schema) return value;
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw new ValidationError(`Invalid request ${where}`, toFieldIssues(where, result.error));
+}
+
+function firstSuccessStatus(route: RouteDefinition): number {
+  const statuses = Object.keys(route.responses)
+    .map(Number)
+    .filter((s) => s >= 200 && s < 300)
+    .sort((a, b) => a - b);
+  return statuses[0] ?? 200;
+}
+
+function send(res: Response, status: number, result: unknown): void {
+  if (result instanceof Reply) {
+    res.status(result.status).set(result.headers);
+    if (result.body === undefined) res.end();
+    else res.json(result.body);
+    return;
+  }
+  if (status === 204 || result === null) res.status(status).end();
+  else res.status(status).json(result);
+}
+
+/** Mounts routes on an express router, validating each request against its route's schemas. */
+export function mountRoutes(
+  router: Router,
+  routes: RouteDefinition[],
+  middleware: { authenticate?: RequestHandler } = {},
+): void {
+  for (const route of routes) {
+    const status = firstSuccessStatus(route);
+    // Record the pattern first, so that even a request refused by authentication is counted under its route.
+    const handlers: RequestHandler[] = [
+      (req, res, next) => {
+        res.locals.route = route.path === '/' && req.baseUrl ? req.baseUrl : `${req.baseUrl}${route.path}`;
+        next();
+      },
+    ];
+    if (route.access === 'authenticated') {
+      if (!middleware.authenticate) {
+        throw new Error(`Route ${route.operationId} needs authentication, but no authenticate middleware was given`);
+      }
+      handlers.push(middleware.authenticate);
+    }
+    const bodyTypes = route.request?.bodyContentTypes ?? ['application/json'];
+    handlers.push(async (req, res) => {
+      // req.is() is null when there is no body, false when the body has another media type.
+      if (route.request?.body && req.is(bodyTypes) === false) {
+        throw new UnsupportedMediaTypeError(`Request body must be ${bodyTypes.join(' or ')}`, {
+          code: 'UNSUPPORTED_MEDIA_TYPE',
+        });
+      }
+      const input = {
+        params: parsePart('path', route.request?.params, req.params),
+        query: parsePart('query', route.request?.query, req.query),
+        body: parsePart('body', route.request?.body, req.body ?? {}),
+        req,
+        res,
+      };
+      const result: unknown = await route.handler(input as RouteInput<never, never, never>);
+      if (result !== undefined && !res.headersSent) send(res, status, result);
+    });
+    router[route.method](route.path, ...handlers);
+  }
+}

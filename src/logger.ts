@@ -1,0 +1,31 @@
+import { type Logger, pino } from 'pino';
+
+export type { Logger };
+
+/** Paths pino must never print: credentials in headers and bodies. */
+const REDACT = [
+  'req.headers.authorization',
+  'req.headers.cookie',
+  'req.headers["x-api-key"]',
+  'req.headers["mcp-session-id"]',
+  'res.headers["set-cookie"]',
+  '*.password',
+  '*.client_secret',
+  '*.refresh_token',
+  '*.access_token',
+  '*.api_key',
+  '*.token',
+];
+
+export interface LoggerOptions {
+  level: string;
+  /** stdio mode keeps stdout for JSON-RPC, so its logs go to stderr. */
+  destination?: 'stdout' | 'stderr';
+}
+
+export function createLogger({ level, destination = 'stdout' }: LoggerOptions): Logger {
+  return pino(
+    { level, base: { service: 'agent-service' }, redact: { paths: REDACT, censor: '[redacted]' } },
+    pino.destination({ fd: destination === 'stderr' ? 2 : 1, sync: true }),
+  );
+}

@@ -1,0 +1,128 @@
+#!/usr/bin/env node
+import { type App, buildApp } from './app.js';
+import { type Config, ConfigError, loadConfig } from './config.js';
+import { createDb } from './db/create-db.js';
+import { migrateDown, migrateToLatest } from './db/migrate.js';
+import { SERVICE_NAME, SERVICE_VERSION } from './version.js';
+
+/** sysexits(3): a usage error and a configuration error are told apart from a crash. */
+const EXIT = { ok: 0, failure: 1, usage: 64, config: 78 } as const;
+
+const USAGE = `Usage: agent-service [command]
+
+Commands:
+  serve              Run the service: main API, playground and builder listeners (default)
+  migrate [--down]   Apply pending database migrations (or revert the most recent one) and exit
+  config             Validate the configuration and print it, secrets hidden
+  version            Print the version
+  help               Print this help
+
+Configuration comes from environment variables (see README.md); CONFIG_FILE may name a JSON file of them.`;
+
+function fail(message: string, code: number): never {
+  process.stderr.write(`${message}\n`);
+  process.exit(code);
+}
+
+async function serve(config: Config): Promise<void> {
+  const app: App = buildApp(config);
+  let stopping = false;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) {
+      app.logger.warn({ signal }, 'second signal: exiting without finishing shutdown');
+      process.exit(EXIT.failure);
+    }
+    stopping = true;
+    app.logger.info({ signal }, 'signal received');
+    // If draining hangs past its budget, exit anyway rather than ignore the orchestrator.
+    setTimeout(() => process.exit(EXIT.failure), config.shutdownTimeoutMs + 5_000).unref();
+    app.close().then(
+      () => process.exit(EXIT.ok),
+      (err: unknown) => {
+        app.logger.error({ err }, 'shutdown failed');
+        process.exit(EXIT.failure);
+      },
+    );
+  };
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  process.on('unhandledRejection', (err) => {
+    app.logger.fatal({ err }, 'unhandled promise rejection');
+    process.exit(EXIT.failure);
+  });
+
+  try {
+    await app.start();
+  } catch (err) {
+    app.logger.fatal({ err }, 'start-up failed');
+    await app.close().catch(() => undefined);
+    process.exit(EXIT.failure);
+  }
+}
+
+async function migrate(config: Config, down: boolean): Promise<void> {
+  const db = createDb(config.database);
+  try {
+    const { applied, current } = down ? await migrateDown(db.kysely) : await migrateToLatest(db.kysely);
+    const verb = down ? 'reverted' : 'applied';
+    process.stdout.write(
+      `${applied.length > 0 ? `${verb} ${applied.join(', ')}` : `nothing to ${down ? 'revert' : 'apply'}`}; ` +
+        `schema at ${current ?? '(empty)'}\n`,
+    );
+  } finally {
+    await db.destroy();
+  }
+}
+
+function printConfig(config: Config): void {
+  const hide = (value: string | undefined) => (value === undefined ? undefined : '***');
+  const redacted = {
+    ...config,
+    database:
+      config.database.dialect === 'postgres'
+        ? { dialect: 'postgres', connectionString: config.database.connectionString.replace(/:[^:@/]*@/, ':***@') }
+        : config.database,
+    redisUrl: config.redisUrl?.replace(/:[^:@/]*@/, ':***@'),
+    auth: {
+      ...config.auth,
+      adminPassword: hide(config.auth.adminPassword),
+      ...(config.auth.oidc && { oidc: { ...config.auth.oidc, clientSecret: '***' } }),
+    },
+    authz:
+      config.authz.provider === 'openfga' ? { ...config.authz, apiToken: hide(config.authz.apiToken) } : config.authz,
+    llm: config.llm.provider === 'openai' ? { ...config.llm, apiKey: hide(config.llm.apiKey) } : config.llm,
+  };
+  process.stdout.write(`${JSON.stringify(redacted, null, 2)}\n`);
+}
+
+async function main(argv: string[]): Promise<void> {
+  const [command = 'serve', ...rest] = argv;
+  if (command === 'help' || command === '--help' || command === '-h') {
+    process.stdout.write(`${USAGE}\n`);
+    return;
+  }
+  if (command === 'version' || command === '--version') {
+    process.stdout.write(`${SERVICE_NAME} ${SERVICE_VERSION}\n`);
+    return;
+  }
+  const known = ['serve', 'migrate', 'config'];
+  if (!known.includes(command)) fail(`Unknown command "${command}".\n\n${USAGE}`, EXIT.usage);
+  const unknownFlags = rest.filter((arg) => !(command === 'migrate' && arg === '--down'));
+  if (unknownFlags.length > 0) fail(`Unknown argument(s) for ${command}: ${unknownFlags.join(' ')}`, EXIT.usage);
+
+  let config: Config;
+  try {
+    config = loadConfig();
+  } catch (err) {
+    if (err instanceof ConfigError) fail(err.message, EXIT.config);
+    throw err;
+  }
+  if (command === 'serve') await serve(config);
+  else if (command === 'migrate') await migrate(config, rest.includes('--down'));
+  else printConfig(config);
+}
+
+main(process.argv.slice(2)).catch((err: unknown) => {
+  process.stderr.write(`${err instanceof Error ? (err.stack ?? err.message) : String(err)}\n`);
+  process.exit(EXIT.failure);
+});

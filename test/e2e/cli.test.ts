@@ -1,0 +1,164 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { connect } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+
+/** The real command-line entry point, run as a separate process (through tsx, so no build is needed). */
+const MAIN = join(import.meta.dirname, '../../src/main.ts');
+
+interface Run {
+  child: ChildProcess;
+  lines: Record<string, unknown>[];
+  stderr: () => string;
+  exited: Promise<number | null>;
+  /** Resolves with the first log line that satisfies the predicate. */
+  waitFor: (predicate: (line: Record<string, unknown>) => boolean) => Promise<Record<string, unknown>>;
+}
+
+const running: ChildProcess[] = [];
+afterEach(() => {
+  for (const child of running.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+function run(args: string[], env: Record<string, string> = {}): Run {
+  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  running.push(child);
+  const lines: Record<string, unknown>[] = [];
+  let stdout = '';
+  let stderr = '';
+  const waiters: {
+    predicate: (l: Record<string, unknown>) => boolean;
+    resolve: (l: Record<string, unknown>) => void;
+  }[] = [];
+  child.stdout.on('data', (chunk: Buffer) => {
+    stdout += chunk.toString();
+    let newline: number;
+    while ((newline = stdout.indexOf('\n')) >= 0) {
+      const text = stdout.slice(0, newline);
+      stdout = stdout.slice(newline + 1);
+      let line: Record<string, unknown>;
+      try {
+        line = JSON.parse(text) as Record<string, unknown>;
+      } catch {
+        line = { text };
+      }
+      lines.push(line);
+      for (const waiter of waiters.filter((w) => w.predicate(line))) {
+        waiters.splice(waiters.indexOf(waiter), 1);
+        waiter.resolve(line);
+      }
+    }
+  });
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
+  return {
+    child,
+    lines,
+    stderr: () => stderr,
+    exited,
+    waitFor: (predicate) => {
+      const found = lines.find(predicate);
+      if (found) return Promise.resolve(found);
+      return new Promise((resolve, reject) => {
+        waiters.push({ predicate, resolve });
+        void exited.then((code) => reject(new Error(`exited with ${code} before the line appeared:\n${stderr}`)));
+      });
+    },
+  };
+}
+
+const servingEnv = (dbFile: string) => ({
+  DATABASE_URL: `sqlite:${dbFile}`,
+  PORT: '0',
+  PLAYGROUND_PORT: '0',
+  BUILDER_PORT: '0',
+  LOG_LEVEL: 'info',
+});
+
+async function startServing(dbFile: string): Promise<{ run: Run; url: string; instance: string; migrated: string }> {
+  const serving = run(['serve'], servingEnv(dbFile));
+  const listening = await serving.waitFor((l) => l.msg === 'listening' && l.listener === 'main');
+  const migration = await serving.waitFor((l) => typeof l.msg === 'string' && l.msg.startsWith('database'));
+  const started = await serving.waitFor((l) => l.msg === 'service started');
+  return {
+    run: serving,
+    url: String(listening.url),
+    instance: String(started.instance),
+    migrated: String(migration.msg),
+  };
+}
+
+describe('agent-service command line', () => {
+  it('refuses invalid configuration with one message naming every bad key, exit code 78', async () => {
+    const bad = run(['serve'], { PORT: 'x', AUTH_MODE: 'cookie', LLM_PROVIDER: 'openai' });
+    expect(await bad.exited).toBe(78);
+    const message = bad.stderr();
+    expect(message).toMatch(/^Invalid configuration:/);
+    for (const key of ['PORT', 'AUTH_MODE', 'LLM_MODEL']) expect(message).toContain(`  - ${key}: `);
+  });
+
+  it('refuses an unknown command with usage, exit code 64', async () => {
+    const bad = run(['frobnicate']);
+    expect(await bad.exited).toBe(64);
+    expect(bad.stderr()).toContain('Unknown command "frobnicate"');
+    expect(bad.stderr()).toContain('Usage: agent-service');
+  });
+
+  it('migrates a new database, then has nothing to do', async () => {
+    const env = { DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'agent-cli-')), 'agent.db')}` };
+    const first = run(['migrate'], env);
+    expect(await first.exited).toBe(0);
+    expect(first.lines.map((l) => l.text)).toEqual(['applied 0001_system_settings; schema at 0001_system_settings']);
+    const second = run(['migrate'], env);
+    expect(await second.exited).toBe(0);
+    expect(second.lines.map((l) => l.text)).toEqual(['nothing to apply; schema at 0001_system_settings']);
+  });
+
+  it('serves, stops with exit code 0 on SIGTERM, and finds its data after a restart', async () => {
+    const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-cli-')), 'nested', 'agent.db');
+    const first = await startServing(dbFile);
+    expect(first.migrated).toBe('database migrated');
+    const live = await fetch(`${first.url}/health/live`);
+    expect(live.status).toBe(200);
+    expect(live.headers.get('x-request-id')).toBeTruthy();
+
+    first.run.child.kill('SIGTERM');
+    expect(await first.run.exited).toBe(0);
+    expect(first.run.lines.map((l) => l.msg)).toContain('stopped');
+
+    const second = await startServing(dbFile);
+    expect(second.migrated).toBe('database schema up to date');
+    expect(second.instance).toBe(first.instance);
+    second.run.child.kill('SIGINT');
+    expect(await second.run.exited).toBe(0);
+  });
+
+  it('finishes a request already in flight when SIGTERM arrives', async () => {
+    const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-cli-')), 'agent.db');
+    const { run: serving, url } = await startServing(dbFile);
+    const { hostname, port } = new URL(url);
+    const socket = connect(Number(port), hostname);
+    await new Promise((resolve) => socket.once('connect', resolve));
+    let response = '';
+    socket.on('data', (chunk: Buffer) => (response += chunk.toString()));
+    const body = JSON.stringify({ hello: 'world' });
+    // Headers and half the body now; the request stays in flight until the rest arrives.
+    socket.write(
+      `POST /api/version HTTP/1.1\r\nHost: ${hostname}\r\nContent-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 5)}`,
+    );
+    await new Promise((resolve) => setTimeout(resolve, 100));
+    serving.child.kill('SIGTERM');
+    await serving.waitFor((l) => l.msg === 'shutting down');
+    socket.write(body.slice(5));
+    await new Promise((resolve) => socket.once('end', resolve));
+    expect(response).toMatch(/^HTTP\/1\.1 404 /);
+    expect(response).toContain('Connection: close');
+    expect(response).toContain('"code":"ROUTE_NOT_FOUND"');
+    expect(await serving.exited).toBe(0);
+  });
+});

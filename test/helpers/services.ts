@@ -1,0 +1,84 @@
+import { randomBytes } from 'node:crypto';
+import { Redis } from 'ioredis';
+import pg from 'pg';
+import { describe, it } from 'vitest';
+
+/**
+ * Services this machine runs for the tests. A suite that needs one skips (saying why) where it is missing,
+ * and fails under CI=true, where a missing service is a broken machine rather than a laptop.
+ */
+export const POSTGRES_URL = process.env.TEST_POSTGRES_URL ?? 'postgres://postgres@127.0.0.1:5432/test';
+export const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+export interface Availability {
+  available: boolean;
+  reason: string;
+}
+
+export async function probePostgres(): Promise<Availability> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL, connectionTimeoutMillis: 2_000 });
+  try {
+    await client.connect();
+    await client.query('select 1');
+    return { available: true, reason: '' };
+  } catch (err) {
+    return { available: false, reason: `PostgreSQL not reachable at ${POSTGRES_URL}: ${(err as Error).message}` };
+  } finally {
+    await client.end().catch(() => undefined);
+  }
+}
+
+export async function probeRedis(): Promise<Availability> {
+  const redis = new Redis(REDIS_URL, { lazyConnect: true, connectTimeout: 2_000, maxRetriesPerRequest: 0 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    await redis.ping();
+    return { available: true, reason: '' };
+  } catch (err) {
+    return { available: false, reason: `Redis not reachable at ${REDIS_URL}: ${(err as Error).message}` };
+  } finally {
+    redis.disconnect();
+  }
+}
+
+/** `describe` for a suite that needs a service: runs, skips with the reason, or (under CI) fails. */
+export function describeWithService(name: string, availability: Availability, suite: () => void): void {
+  if (availability.available) {
+    describe(name, suite);
+  } else if (process.env.CI === 'true') {
+    describe(name, () => {
+      it('has the service it needs (required under CI)', () => {
+        throw new Error(availability.reason);
+      });
+    });
+  } else {
+    describe.skip(`${name} — skipped: ${availability.reason}`, suite);
+  }
+}
+
+/** A fresh PostgreSQL database for one suite, so suites can run in parallel; dropped afterwards. */
+export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const name = `agent_test_${randomBytes(6).toString('hex')}`;
+  const admin = new pg.Client({ connectionString: POSTGRES_URL });
+  await admin.connect();
+  try {
+    await admin.query(`create database ${name}`);
+  } finally {
+    await admin.end();
+  }
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  return {
+    url: url.toString(),
+    drop: async () => {
+      const client = new pg.Client({ connectionString: POSTGRES_URL });
+      await client.connect();
+      try {
+        await client.query(`drop database if exists ${name} with (force)`);
+      } finally {
+        await client.end();
+      }
+    },
+  };
+}
