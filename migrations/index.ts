@@ -1,5 +1,6 @@
 import type { Migration } from 'kysely';
 import * as m0001 from './0001_system_settings.js';
+import * as m0002 from './0002_identity.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -8,4 +9,5 @@ import * as m0001 from './0001_system_settings.js';
  */
 export const MIGRATIONS: Record<string, Migration> = {
   '0001_system_settings': m0001,
+  '0002_identity': m0002,
 };

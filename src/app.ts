@@ -1,4 +1,13 @@
 import type { Redis } from 'ioredis';
+import type { CounterStore } from './adapters/counters/port.js';
+import { createMemoryCounterStore } from './adapters/counters/memory.js';
+import { createRedisCounterStore } from './adapters/counters/redis.js';
+import type { EphemeralStore } from './adapters/ephemeral/port.js';
+import { createMemoryEphemeralStore } from './adapters/ephemeral/memory.js';
+import { createRedisEphemeralStore } from './adapters/ephemeral/redis.js';
+import type { SessionStore } from './adapters/session-store/port.js';
+import { createMemorySessionStore } from './adapters/session-store/memory.js';
+import { createRedisSessionStore } from './adapters/session-store/redis.js';
 import { embeddedAuthzHealthCheck, openFgaHealthCheck } from './adapters/authz/health.js';
 import { localIdentityHealthCheck, oidcIdentityHealthCheck } from './adapters/identity/health.js';
 import { offlineLlmHealthCheck, openAiLlmHealthCheck } from './adapters/llm/health.js';
@@ -8,6 +17,7 @@ import type { Config } from './config.js';
 import { type Db, createDb } from './db/create-db.js';
 import { databaseHealthCheck } from './db/health.js';
 import { migrateToLatest } from './db/migrate.js';
+import { createAuthenticate } from './http/authenticate.js';
 import { docsRoutes } from './http/docs.js';
 import { HttpListener, type ListenerName, createListenerApp } from './http/listener.js';
 import { type Metrics, createMetrics } from './http/metrics.js';
@@ -16,6 +26,10 @@ import { buildOpenApiDocument } from './http/openapi.js';
 import type { RouteGroup } from './http/route.js';
 import { Lifecycle } from './lifecycle.js';
 import { type Logger, createLogger } from './logger.js';
+import { authRoutes } from './modules/auth/auth.routes.js';
+import { AuthService } from './modules/auth/auth.service.js';
+import { KeyRing } from './modules/auth/keys.js';
+import { TokenService } from './modules/auth/tokens.js';
 import {
   type HealthDeps,
   builderHealthRoutes,
@@ -26,12 +40,18 @@ import { HealthService } from './modules/health/health.service.js';
 import { EventLoopWatchdog } from './modules/health/liveness.js';
 import { StartupTracker } from './modules/health/startup.js';
 import { type Installation, ensureInstallation } from './modules/system/system.service.js';
+import { UsersService } from './modules/users/users.service.js';
 import { versionRoutes } from './modules/version/version.routes.js';
 
 /** What tests and embedders may replace; everything else comes from the config. */
 export interface AppOverrides {
   logger?: Logger;
   now?: () => Date;
+  /**
+   * Shows a one-time secret to the operator (the generated bootstrap password). Defaults to stderr, outside the
+   * structured logs, which must never carry secrets.
+   */
+  announce?: (message: string) => void;
 }
 
 export interface App {
@@ -42,6 +62,10 @@ export interface App {
   readonly health: HealthService;
   readonly lifecycle: Lifecycle;
   readonly metrics: Metrics;
+  readonly users: UsersService;
+  readonly auth: AuthService;
+  readonly keys: KeyRing;
+  readonly stores: { sessions: SessionStore; counters: CounterStore; ephemeral: EphemeralStore };
   /** Known after start(): the installation this database belongs to. */
   readonly installation: Installation | undefined;
   /** Binds every listener, then migrates and initialises; resolves once the service takes traffic. */
@@ -70,12 +94,35 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const lifecycle = new Lifecycle();
   const metrics = createMetrics();
   const db = createDb(config.database);
-  const redis = config.redisUrl ? createRedisClient(config.redisUrl, logger) : undefined;
+  const redis = config.redis ? createRedisClient(config.redis.url, logger) : undefined;
+  const announce = overrides.announce ?? ((message: string) => process.stderr.write(`${message}\n`));
+  const clock = { now: () => now().getTime() };
+  const stores = redis
+    ? {
+        sessions: createRedisSessionStore(redis, { prefix: config.redis!.prefix, ...clock }),
+        counters: createRedisCounterStore(redis, { prefix: config.redis!.prefix, ...clock }),
+        ephemeral: createRedisEphemeralStore(redis, { prefix: config.redis!.prefix, ...clock }),
+      }
+    : {
+        sessions: createMemorySessionStore(clock),
+        counters: createMemoryCounterStore(clock),
+        ephemeral: createMemoryEphemeralStore(clock),
+      };
+
+  const users = new UsersService(db.kysely, now);
+  // Retired keys verify for one access-token lifetime more, plus a minute of clock leeway.
+  const keys = new KeyRing(db.kysely, (config.auth.accessTokenTtlSeconds + 60) * 1000, now);
+  const tokens = new TokenService(keys, config.publicUrl, config.auth.accessTokenTtlSeconds, now);
+  const auth = new AuthService({ config: config.auth, db: db.kysely, users, tokens, logger, now, ...stores });
+  const authenticate = createAuthenticate({
+    bearer: (token) => auth.authenticateBearer(token),
+    sessionCookie: (credential) => auth.authenticateSession(credential),
+  });
 
   const health = new HealthService(config.healthCacheMs, now);
   health.register(databaseHealthCheck(db));
   health.register(
-    redis && config.redisUrl ? redisSessionStoreHealthCheck(redis, config.redisUrl) : memorySessionStoreHealthCheck(),
+    redis && config.redis ? redisSessionStoreHealthCheck(redis, config.redis.url) : memorySessionStoreHealthCheck(),
   );
   health.register(
     config.authz.provider === 'openfga' ? openFgaHealthCheck(config.authz) : embeddedAuthzHealthCheck(db),
@@ -89,7 +136,10 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
 
   const listeners = new Map<ListenerName, HttpListener>();
   const groups: Record<ListenerName, { alwaysOn: RouteGroup[]; gated: RouteGroup[] }> = {
-    main: { alwaysOn: [healthRoutes(healthDeps), metricsRoutes(metrics)], gated: [versionRoutes()] },
+    main: {
+      alwaysOn: [healthRoutes(healthDeps), metricsRoutes(metrics)],
+      gated: [versionRoutes(), ...authRoutes({ auth, users, keys, publicUrl: config.publicUrl })],
+    },
     playground: { alwaysOn: [playgroundHealthRoutes(healthDeps)], gated: [] },
     builder: { alwaysOn: [builderHealthRoutes(healthDeps)], gated: [] },
   };
@@ -110,6 +160,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
       metrics,
       lifecycle,
       bodyLimitBytes: config.bodyLimitBytes,
+      trustProxy: config.trustProxy,
+      authenticate,
       alwaysOn: groups[name].alwaysOn,
       groups: groups[name].gated,
       extra: name === 'main' ? [docsRoutes(openApiDocument)] : [],
@@ -118,14 +170,26 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   }
 
   let installation: Installation | undefined;
+  let starting: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
 
   async function initialise(): Promise<void> {
     startup.set(STARTUP_STEPS.database!, 'in_progress');
-    const { applied, current } = await migrateToLatest(db.kysely);
+    const { applied, current } = await migrateToLatest(db);
     logger.info({ applied, current }, applied.length > 0 ? 'database migrated' : 'database schema up to date');
     installation = await ensureInstallation(db.kysely, now());
     startup.set(STARTUP_STEPS.database!, 'completed');
+
+    await keys.start();
+    const admin = await users.ensureBootstrapAdmin(config.auth.adminUsername, config.auth.adminPassword);
+    if (admin.created) logger.info({ username: config.auth.adminUsername }, 'bootstrap administrator created');
+    if (admin.generatedPassword) {
+      announce(
+        `Bootstrap administrator "${config.auth.adminUsername}" created with password: ${admin.generatedPassword}\n` +
+          'It is shown only this once. Change it with: agent-service users set-password ' +
+          config.auth.adminUsername,
+      );
+    }
 
     if (redis) {
       startup.set(STARTUP_STEPS.session_store!, 'in_progress');
@@ -159,6 +223,10 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     health,
     lifecycle,
     metrics,
+    users,
+    auth,
+    keys,
+    stores,
     get installation() {
       return installation;
     },
@@ -170,7 +238,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         logger.info({ listener: name, url: listener.url }, 'listening');
       }
       openApi = undefined; // the document names the bound listener URLs
-      await initialise();
+      starting = initialise();
+      await starting;
       startup.finish();
       lifecycle.markRunning();
       logger.info({ instance: installation?.instanceId }, 'service started');
@@ -180,7 +249,10 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         lifecycle.beginStop();
         logger.info('shutting down');
         await Promise.all([...listeners.values()].map((l) => l.close(config.shutdownTimeoutMs)));
+        // Start-up still running (stopped during start): let it finish with the database before closing it.
+        await starting?.catch(() => undefined);
         watchdog.stop();
+        keys.stop();
         if (redis) await redis.quit().catch(() => redis.disconnect());
         await db.destroy();
         lifecycle.markStopped();

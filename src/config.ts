@@ -52,6 +52,22 @@ const envSchema = z.object({
   LLM_MODEL: optionalText,
   ADMIN_USERNAME: z.string().min(1).max(64).default('admin'),
   ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  TRUST_PROXY: z
+    .string()
+    .regex(/^(true|false|\d+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/, {
+      message: 'must be true, false, a hop count, or a comma-separated list of addresses, subnets or loopback',
+    })
+    .optional(),
+  REDIS_PREFIX: z.string().max(64).default('agent:'),
+  ACCESS_TOKEN_TTL_SECONDS: positiveInt(900),
+  REFRESH_TOKEN_TTL_SECONDS: positiveInt(2_592_000),
+  SESSION_IDLE_TIMEOUT_SECONDS: positiveInt(1_800),
+  SESSION_ABSOLUTE_TIMEOUT_SECONDS: positiveInt(86_400),
+  SESSION_MAX_CONCURRENT: z.coerce.number().int().min(1).max(100).default(5),
+  LOGIN_MAX_FAILURES: positiveInt(5),
+  LOGIN_FAILURE_WINDOW_SECONDS: positiveInt(900),
+  LOGIN_MAX_FAILURES_PER_ADDRESS: positiveInt(50),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   BODY_LIMIT_BYTES: positiveInt(1_048_576),
   SHUTDOWN_TIMEOUT_MS: positiveInt(5_000),
@@ -95,14 +111,22 @@ export type DatabaseTarget =
 export interface Config {
   host: string;
   ports: { main: number; playground: number; builder: number };
+  /** Base URL of the main listener as clients reach it: the token issuer, and https means Secure cookies. */
+  publicUrl: string;
+  /** Express `trust proxy` setting: whose X-Forwarded-For to believe for client addresses. */
+  trustProxy: boolean | number | string;
   database: DatabaseTarget;
-  redisUrl: string | undefined;
+  redis: { url: string; prefix: string } | undefined;
   auth: {
     mode: 'token' | 'session';
     provider: 'local' | 'oidc';
     oidc?: { issuerUrl: string; clientId: string; clientSecret: string; redirectUri: string };
     adminUsername: string;
     adminPassword: string | undefined;
+    accessTokenTtlSeconds: number;
+    refreshTokenTtlSeconds: number;
+    session: { idleTimeoutSeconds: number; absoluteTimeoutSeconds: number; maxConcurrent: number };
+    login: { maxFailures: number; failureWindowSeconds: number; maxFailuresPerAddress: number };
   };
   authz:
     | { provider: 'embedded' }
@@ -157,6 +181,12 @@ function readConfigFile(path: string): Record<string, unknown> {
   }
 }
 
+function toTrustProxy(value: string | undefined): boolean | number | string {
+  if (value === undefined || value === 'false') return false;
+  if (value === 'true') return true;
+  return /^\d+$/.test(value) ? Number(value) : value;
+}
+
 function toDatabaseTarget(url: string): DatabaseTarget {
   if (url.startsWith('sqlite:')) return { dialect: 'sqlite', filename: url.slice('sqlite:'.length) };
   return { dialect: 'postgres', connectionString: url };
@@ -178,8 +208,13 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
   return {
     host: env.HOST,
     ports: { main: env.PORT, playground: env.PLAYGROUND_PORT, builder: env.BUILDER_PORT },
+    publicUrl: (env.PUBLIC_URL ?? `http://${env.HOST.includes(':') ? `[${env.HOST}]` : env.HOST}:${env.PORT}`).replace(
+      /\/$/,
+      '',
+    ),
+    trustProxy: toTrustProxy(env.TRUST_PROXY),
     database: toDatabaseTarget(env.DATABASE_URL),
-    redisUrl: env.REDIS_URL,
+    redis: env.REDIS_URL ? { url: env.REDIS_URL, prefix: env.REDIS_PREFIX } : undefined,
     auth: {
       mode: env.AUTH_MODE,
       provider: env.AUTH_PROVIDER,
@@ -193,6 +228,18 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
       }),
       adminUsername: env.ADMIN_USERNAME,
       adminPassword: env.ADMIN_PASSWORD,
+      accessTokenTtlSeconds: env.ACCESS_TOKEN_TTL_SECONDS,
+      refreshTokenTtlSeconds: env.REFRESH_TOKEN_TTL_SECONDS,
+      session: {
+        idleTimeoutSeconds: env.SESSION_IDLE_TIMEOUT_SECONDS,
+        absoluteTimeoutSeconds: env.SESSION_ABSOLUTE_TIMEOUT_SECONDS,
+        maxConcurrent: env.SESSION_MAX_CONCURRENT,
+      },
+      login: {
+        maxFailures: env.LOGIN_MAX_FAILURES,
+        failureWindowSeconds: env.LOGIN_FAILURE_WINDOW_SECONDS,
+        maxFailuresPerAddress: env.LOGIN_MAX_FAILURES_PER_ADDRESS,
+      },
     },
     authz:
       env.AUTHZ_PROVIDER === 'openfga'

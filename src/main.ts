@@ -63,7 +63,7 @@ async function serve(config: Config): Promise<void> {
 async function migrate(config: Config, down: boolean): Promise<void> {
   const db = createDb(config.database);
   try {
-    const { applied, current } = down ? await migrateDown(db.kysely) : await migrateToLatest(db.kysely);
+    const { applied, current } = down ? await migrateDown(db) : await migrateToLatest(db);
     const verb = down ? 'reverted' : 'applied';
     process.stdout.write(
       `${applied.length > 0 ? `${verb} ${applied.join(', ')}` : `nothing to ${down ? 'revert' : 'apply'}`}; ` +
@@ -82,7 +82,7 @@ function printConfig(config: Config): void {
       config.database.dialect === 'postgres'
         ? { dialect: 'postgres', connectionString: config.database.connectionString.replace(/:[^:@/]*@/, ':***@') }
         : config.database,
-    redisUrl: config.redisUrl?.replace(/:[^:@/]*@/, ':***@'),
+    redis: config.redis && { ...config.redis, url: config.redis.url.replace(/:[^:@/]*@/, ':***@') },
     auth: {
       ...config.auth,
       adminPassword: hide(config.auth.adminPassword),

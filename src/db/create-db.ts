@@ -1,5 +1,6 @@
-import { mkdirSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
+import { setTimeout as sleep } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
@@ -16,6 +17,11 @@ export interface Db {
   activeConnections(): number;
   /** Round-trips a trivial query; throws when the database cannot answer. */
   ping(): Promise<void>;
+  /**
+   * Runs `work` while no other process runs exclusive work on the same database (migrations). PostgreSQL needs
+   * nothing here: Kysely's migrator takes an advisory lock there.
+   */
+  exclusive<T>(work: () => Promise<T>): Promise<T>;
   destroy(): Promise<void>;
 }
 
@@ -26,6 +32,60 @@ function getTypeParser(oid: number, format: 'text' | 'binary' = 'text'): (value:
   return pg.types.getTypeParser(oid, format) as (value: string) => unknown;
 }
 const pgTypes = { getTypeParser };
+
+function processAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+/** Creates the lock file with our pid; false when it exists already. */
+function tryLock(path: string): boolean {
+  try {
+    const fd = openSync(path, 'wx');
+    writeSync(fd, String(process.pid));
+    closeSync(fd);
+    return true;
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === 'EEXIST') return false;
+    throw error;
+  }
+}
+
+/** The pid in the lock file: undefined when it has gone, NaN while its owner is still writing it. */
+function lockOwner(path: string): number | undefined {
+  try {
+    return Number(readFileSync(path, 'utf8') || NaN);
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * A lock file beside the database, created exclusively and holding the owner's pid. A lock whose owner has died
+ * is taken over; a live owner is waited for.
+ */
+async function withLockFile<T>(path: string, work: () => Promise<T>, timeoutMs = 120_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  while (!tryLock(path)) {
+    const owner = lockOwner(path);
+    if (owner === undefined) continue; // released between our attempt and the read
+    if (Number.isInteger(owner) && owner > 0 && !processAlive(owner)) {
+      rmSync(path, { force: true });
+      continue;
+    }
+    if (Date.now() > deadline) throw new Error(`Timed out waiting for ${path} (held by process ${owner})`);
+    await sleep(25);
+  }
+  try {
+    return await work();
+  } finally {
+    rmSync(path, { force: true });
+  }
+}
 
 function openSqlite(filename: string): Db {
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
@@ -43,6 +103,8 @@ function openSqlite(filename: string): Db {
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },
+    // An in-memory database belongs to this connection alone.
+    exclusive: (work) => (filename === ':memory:' ? work() : withLockFile(`${filename}.migrate-lock`, work)),
     destroy: () => kysely.destroy(),
   };
 }
@@ -61,6 +123,7 @@ function openPostgres(connectionString: string): Db {
     ping: async () => {
       await sql`select 1`.execute(kysely);
     },
+    exclusive: (work) => work(),
     destroy: () => kysely.destroy(),
   };
 }

@@ -1,6 +1,14 @@
+import type { RefreshTokensTable, SigningKeysTable } from '../modules/auth/auth.tables.js';
 import type { SystemSettingsTable } from '../modules/system/system.tables.js';
+import type { GroupMembersTable, GroupsTable, UserIdentitiesTable, UsersTable } from '../modules/users/users.tables.js';
 
 /** The whole schema as Kysely sees it: one entry per table, each typed by the module that owns it. */
 export interface Database {
   system_settings: SystemSettingsTable;
+  users: UsersTable;
+  groups: GroupsTable;
+  group_members: GroupMembersTable;
+  user_identities: UserIdentitiesTable;
+  signing_keys: SigningKeysTable;
+  refresh_tokens: RefreshTokensTable;
 }

@@ -1,5 +1,6 @@
 import { type Kysely, type MigrationResultSet, Migrator } from 'kysely';
 import { MIGRATIONS } from '../../migrations/index.js';
+import type { Db } from './create-db.js';
 import type { Database } from './database.js';
 
 export interface MigrationReport {
@@ -22,29 +23,23 @@ function report(result: MigrationResultSet, direction: 'Up' | 'Down'): Migration
 
 /**
  * Applies every pending migration in order, each in a transaction. Safe when several processes start at once:
- * PostgreSQL serialises them with Kysely's advisory lock; SQLite has no such lock, so the loser of a race fails
- * on the winner's tables and, once the winner has committed, finds nothing left to apply on its second try.
+ * PostgreSQL serialises migrators with Kysely's advisory lock, SQLite with a lock file beside the database.
  */
-export async function migrateToLatest(db: Kysely<Database>): Promise<MigrationReport> {
-  const migrator = migratorFor(db);
-  let result: MigrationReport;
-  try {
-    result = report(await migrator.migrateToLatest(), 'Up');
-  } catch (firstError) {
-    try {
-      result = report(await migrator.migrateToLatest(), 'Up');
-    } catch {
-      throw firstError;
-    }
-  }
-  return { ...result, current: await currentMigration(migrator) };
+export async function migrateToLatest(db: Db): Promise<MigrationReport> {
+  return db.exclusive(async () => {
+    const migrator = migratorFor(db.kysely);
+    const result = report(await migrator.migrateToLatest(), 'Up');
+    return { ...result, current: await currentMigration(migrator) };
+  });
 }
 
 /** Reverts the most recent migration (for `agent-service migrate --down`). */
-export async function migrateDown(db: Kysely<Database>): Promise<MigrationReport> {
-  const migrator = migratorFor(db);
-  const result = report(await migrator.migrateDown(), 'Down');
-  return { ...result, current: await currentMigration(migrator) };
+export async function migrateDown(db: Db): Promise<MigrationReport> {
+  return db.exclusive(async () => {
+    const migrator = migratorFor(db.kysely);
+    const result = report(await migrator.migrateDown(), 'Down');
+    return { ...result, current: await currentMigration(migrator) };
+  });
 }
 
 async function currentMigration(migrator: Migrator): Promise<string | undefined> {

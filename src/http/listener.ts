@@ -18,6 +18,8 @@ export interface ListenerAppOptions {
   metrics: Metrics;
   lifecycle: Lifecycle;
   bodyLimitBytes: number;
+  /** Express `trust proxy`: whose X-Forwarded-For and X-Forwarded-Proto to believe. */
+  trustProxy?: boolean | number | string;
   /** Route groups that answer only once start-up has finished. */
   groups: RouteGroup[];
   /** Route groups that answer from the first moment (probes, metrics). */
@@ -47,6 +49,7 @@ export function createListenerApp(options: ListenerAppOptions): express.Express 
   const app = express();
   app.disable('x-powered-by');
   app.set('query parser', 'simple');
+  app.set('trust proxy', options.trustProxy ?? false);
   const areas = new ErrorAreas();
 
   app.use((_req, res, next) => {

@@ -23,19 +23,19 @@ for (const dialect of DIALECTS) {
     });
 
     it('applies every migration in order, then has nothing left to apply', async () => {
-      const first = await migrateToLatest(db.kysely);
+      const first = await migrateToLatest(db);
       expect(first.applied).toEqual(knownMigrations());
       expect(first.current).toBe(knownMigrations().at(-1));
-      const second = await migrateToLatest(db.kysely);
+      const second = await migrateToLatest(db);
       expect(second.applied).toEqual([]);
       expect(second.current).toBe(first.current);
     });
 
     it('migrates down and up again without losing the way back', async () => {
-      await migrateToLatest(db.kysely);
-      const down = await migrateDown(db.kysely);
+      await migrateToLatest(db);
+      const down = await migrateDown(db);
       expect(down.applied).toEqual([knownMigrations().at(-1)]);
-      const up = await migrateToLatest(db.kysely);
+      const up = await migrateToLatest(db);
       expect(up.applied).toEqual([knownMigrations().at(-1)]);
       await putSetting(db.kysely, 'k', 'v');
       expect(await getSetting(db.kysely, 'k')).toBe('v');
@@ -44,7 +44,7 @@ for (const dialect of DIALECTS) {
     it('lets two migrators race on the same database without applying anything twice', async () => {
       const other = createDb(database.target);
       try {
-        const [a, b] = await Promise.all([migrateToLatest(db.kysely), migrateToLatest(other.kysely)]);
+        const [a, b] = await Promise.all([migrateToLatest(db), migrateToLatest(other)]);
         expect([...a.applied, ...b.applied].sort()).toEqual(knownMigrations());
       } finally {
         await other.destroy();
@@ -52,7 +52,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('stores, overwrites and reads settings', async () => {
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       expect(await getSetting(db.kysely, 'missing')).toBeUndefined();
       await putSetting(db.kysely, 'colour', 'blue', new Date('2026-01-01T00:00:00Z'));
       await putSetting(db.kysely, 'colour', 'green', new Date('2026-01-02T00:00:00Z'));
@@ -66,13 +66,13 @@ for (const dialect of DIALECTS) {
     });
 
     it('keeps the first value when a setting is written only if absent', async () => {
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       expect(await putSettingIfAbsent(db.kysely, 'id', 'first')).toBe('first');
       expect(await putSettingIfAbsent(db.kysely, 'id', 'second')).toBe('first');
     });
 
     it('records the installation once and finds it again after reopening', async () => {
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       const installed = await ensureInstallation(db.kysely, new Date('2026-03-04T05:06:07Z'));
       expect(installed.instanceId).toMatch(/^[0-9a-f-]{36}$/);
       expect(installed.createdAt).toBe('2026-03-04T05:06:07.000Z');
@@ -82,7 +82,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('rolls back a transaction that throws', async () => {
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       await expect(
         db.kysely.transaction().execute(async (trx) => {
           await putSetting(trx, 'half', 'done');
@@ -93,7 +93,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('returns counts as numbers on every dialect', async () => {
-      await migrateToLatest(db.kysely);
+      await migrateToLatest(db);
       await putSetting(db.kysely, 'a', '1');
       await putSetting(db.kysely, 'b', '2');
       const { n } = await db.kysely

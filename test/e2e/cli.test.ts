@@ -4,6 +4,7 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { knownMigrations } from '../../src/db/migrate.js';
 
 /** The real command-line entry point, run as a separate process (through tsx, so no build is needed). */
 const MAIN = join(import.meta.dirname, '../../src/main.ts');
@@ -113,10 +114,12 @@ describe('agent-service command line', () => {
     const env = { DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'agent-cli-')), 'agent.db')}` };
     const first = run(['migrate'], env);
     expect(await first.exited).toBe(0);
-    expect(first.lines.map((l) => l.text)).toEqual(['applied 0001_system_settings; schema at 0001_system_settings']);
+    expect(first.lines.map((l) => l.text)).toEqual([
+      `applied ${knownMigrations().join(', ')}; schema at ${knownMigrations().at(-1)}`,
+    ]);
     const second = run(['migrate'], env);
     expect(await second.exited).toBe(0);
-    expect(second.lines.map((l) => l.text)).toEqual(['nothing to apply; schema at 0001_system_settings']);
+    expect(second.lines.map((l) => l.text)).toEqual([`nothing to apply; schema at ${knownMigrations().at(-1)}`]);
   });
 
   it('serves, stops with exit code 0 on SIGTERM, and finds its data after a restart', async () => {

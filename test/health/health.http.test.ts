@@ -153,8 +153,12 @@ describe('health endpoints on embedded defaults (spec "Health")', () => {
     cleanups.push(() => app.close());
     const started = app.start();
     while (!(await reachable(app))) await new Promise((resolve) => setTimeout(resolve, 10));
-
-    const startup = await get(app, '/health/startup');
+    // Wait for start-up to reach the session store, where the silent server holds it.
+    let startup = await get(app, '/health/startup');
+    while ((startup.body.initialization as Record<string, string>).session_store_connection !== 'in_progress') {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      startup = await get(app, '/health/startup');
+    }
     expect(startup.status).toBe(503);
     expect(startup.body).toMatchObject({
       started: false,

@@ -1,0 +1,44 @@
+/**
+ * Server-side login sessions. Every login creates one — in session mode it is what the `session_id` cookie
+ * names, in token mode it is the family its refresh tokens belong to — so that logout, revocation and the
+ * concurrent-session limit work the same way in both modes.
+ *
+ * Implementations: in-process (`memory.ts`, the default) and Redis (`redis.ts`). Both pass
+ * `test/contracts/session-store.contract.ts`.
+ */
+export interface SessionRecord {
+  /** Public, non-secret id: listed by GET /auth/sessions and used to revoke. */
+  id: string;
+  /** SHA-256 (hex) of the secret half of the session credential; the secret itself is never stored. */
+  secretHash: string;
+  userId: string;
+  /** Epoch milliseconds. */
+  createdAt: number;
+  lastAccessedAt: number;
+  /** Absolute expiry (epoch ms): the session ends then, however active it is. */
+  expiresAt: number;
+  /** The session ends when not used for this long. */
+  idleTimeoutMs: number;
+  ipAddress: string | null;
+  userAgent: string | null;
+  /** Small string facts kept with the session (e.g. the identity provider's id_token for SSO logout). */
+  data: Record<string, string>;
+}
+
+export interface SessionStore {
+  /**
+   * Stores a new session. If the user then has more than `maxPerUser` live sessions, the oldest (by createdAt)
+   * are deleted; their ids are returned.
+   */
+  create(record: SessionRecord, maxPerUser: number): Promise<{ evicted: string[] }>;
+  /** The live session, or undefined when missing, idle too long or past its absolute expiry. */
+  get(id: string): Promise<SessionRecord | undefined>;
+  /** Records use at `at` (epoch ms), extending the idle window but never past the absolute expiry. */
+  touch(id: string, at: number): Promise<void>;
+  /** Deletes a session; false when there was none. */
+  delete(id: string): Promise<boolean>;
+  /** The user's live sessions, oldest first. */
+  listByUser(userId: string): Promise<SessionRecord[]>;
+  /** Deletes every session of the user and returns how many there were. */
+  deleteByUser(userId: string): Promise<number>;
+}

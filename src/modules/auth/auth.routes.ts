@@ -1,0 +1,341 @@
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { BadRequestError, UnauthorizedError } from '../../errors.js';
+import { SESSION_COOKIE, callerOf } from '../../http/authenticate.js';
+import { type RouteGroup, defineRoute } from '../../http/route.js';
+import type { UsersService } from '../users/users.service.js';
+import type { AuthService, ClientInfo, LoginResult, StartedSession } from './auth.service.js';
+import type { KeyRing } from './keys.js';
+
+export interface AuthRouteDeps {
+  auth: AuthService;
+  users: UsersService;
+  keys: KeyRing;
+  /** Whether the service is reached over https (then cookies are Secure). */
+  publicUrl: string;
+}
+
+const TAGS = ['Authentication'];
+const iso = (ms: number) => new Date(ms).toISOString();
+
+export const LoginUser = z
+  .object({ id: z.string(), username: z.string(), email: z.string().nullable(), roles: z.array(z.string()) })
+  .meta({ id: 'LoginUser' });
+
+export const TokenResponse = z
+  .object({
+    access_token: z.string().describe('JWT access token'),
+    refresh_token: z.string().describe('Opaque, single-use refresh token'),
+    token_type: z.literal('Bearer'),
+    expires_in: z.number().int().describe('Seconds until the access token expires'),
+    user: LoginUser.optional().describe('Present on login only'),
+  })
+  .meta({ id: 'TokenResponse' });
+
+export const SessionLoginResponse = z
+  .object({
+    session_id: z.string().describe('Session credential; also set as the session_id cookie'),
+    user: LoginUser,
+    expires_at: z.iso.datetime(),
+  })
+  .meta({ id: 'SessionLoginResponse' });
+
+const LoginRequest = z
+  .object({
+    username: z.string().min(1).max(254).describe('Username or email address'),
+    password: z.string().min(1).max(1024).optional(),
+    grant_type: z.enum(['password', 'refresh_token']).default('password'),
+    refresh_token: z.string().min(1).max(512).optional().describe('With grant_type refresh_token'),
+  })
+  .meta({ id: 'LoginRequest' });
+
+const RefreshRequest = z.object({ refresh_token: z.string().min(1).max(512) }).meta({ id: 'RefreshRequest' });
+const Message = z.object({ message: z.string() }).meta({ id: 'Message' });
+
+const CurrentUser = z
+  .object({
+    id: z.string(),
+    username: z.string(),
+    email: z.string().nullable(),
+    email_verified: z.boolean(),
+    name: z.string().nullable(),
+    roles: z.array(z.string()),
+    groups: z.array(z.string()).describe('Path-like group names'),
+    created_at: z.iso.datetime(),
+    last_login: z.iso.datetime().nullable(),
+  })
+  .meta({ id: 'CurrentUser' });
+
+const SessionInfo = z
+  .object({
+    session_id: z.string(),
+    created_at: z.iso.datetime(),
+    expires_at: z.iso.datetime(),
+    last_accessed: z.iso.datetime(),
+    ip_address: z.string().nullable(),
+    user_agent: z.string().nullable(),
+    is_current: z.boolean(),
+  })
+  .meta({ id: 'SessionRecord' });
+
+const SessionList = z
+  .object({ sessions: z.array(SessionInfo), total: z.number().int(), max_concurrent: z.number().int() })
+  .meta({ id: 'SessionList' });
+
+const VerifyResult = z
+  .object({
+    valid: z.literal(true),
+    user_id: z.string(),
+    username: z.string(),
+    expires_at: z.iso.datetime(),
+    issued_at: z.iso.datetime(),
+  })
+  .meta({ id: 'VerifyResult' });
+
+const Jwks = z
+  .object({
+    keys: z.array(
+      z.object({ kty: z.string(), kid: z.string(), alg: z.string(), use: z.string() }).catchall(z.unknown()),
+    ),
+  })
+  .meta({ id: 'JsonWebKeySet' });
+
+export function clientInfo(req: Request): ClientInfo {
+  return { ip: req.ip ?? null, userAgent: req.get('User-Agent') ?? null };
+}
+
+export function loginUser(user: LoginResult['user']) {
+  return { id: user.id, username: user.username, email: user.email, roles: user.roles };
+}
+
+/** Sets the session cookie: HttpOnly, SameSite=Lax, Secure whenever the client reached us over https. */
+export function setSessionCookie(req: Request, res: Response, session: StartedSession, publicUrl: string): void {
+  res.cookie(SESSION_COOKIE, session.credential, {
+    httpOnly: true,
+    sameSite: 'lax',
+    secure: req.secure || publicUrl.startsWith('https:'),
+    path: '/',
+    expires: new Date(session.expiresAt),
+  });
+}
+
+export function clearSessionCookie(res: Response): void {
+  res.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax' });
+}
+
+/** The login response of the deployment's mode (TokenResponse or SessionLoginResponse). */
+export function loginResponse(req: Request, res: Response, result: LoginResult, publicUrl: string) {
+  if (result.tokens) {
+    return {
+      access_token: result.tokens.accessToken,
+      refresh_token: result.tokens.refreshToken,
+      token_type: 'Bearer' as const,
+      expires_in: result.tokens.expiresIn,
+      user: loginUser(result.user),
+    };
+  }
+  setSessionCookie(req, res, result.session, publicUrl);
+  return { session_id: result.session.credential, user: loginUser(result.user), expires_at: result.session.expiresAt };
+}
+
+export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
+  const { auth, users, keys, publicUrl } = deps;
+  const tokenPair = (pair: { accessToken: string; refreshToken: string; expiresIn: number }) => ({
+    access_token: pair.accessToken,
+    refresh_token: pair.refreshToken,
+    token_type: 'Bearer' as const,
+    expires_in: pair.expiresIn,
+  });
+
+  const main: RouteGroup = {
+    prefix: '/auth',
+    area: 'envelope',
+    routes: [
+      defineRoute({
+        method: 'post',
+        path: '/login',
+        operationId: 'login',
+        summary: 'Log in with a username (or email) and password',
+        description:
+          'Token mode answers with a token pair; session mode with a session and a `session_id` cookie. Repeated ' +
+          'failures for one account or from one address are refused with 429 for a while.',
+        tags: TAGS,
+        access: 'public',
+        request: { body: LoginRequest, bodyContentTypes: ['application/json', 'application/x-www-form-urlencoded'] },
+        responses: {
+          200: { description: 'Logged in', schema: z.union([TokenResponse, SessionLoginResponse]) },
+          401: { description: 'Invalid credentials' },
+          429: { description: 'Too many failed attempts' },
+        },
+        handler: async ({ body, req, res }) => {
+          if (body.grant_type === 'refresh_token') {
+            if (!body.refresh_token)
+              throw new BadRequestError('refresh_token is required with grant_type refresh_token');
+            if (auth.mode !== 'token') throw new BadRequestError('Refresh tokens are issued only in token mode');
+            return tokenPair(await auth.refresh(body.refresh_token));
+          }
+          if (!body.password) throw new BadRequestError('password is required', { code: 'VALIDATION_ERROR' });
+          const result = await auth.login(body.username, body.password, clientInfo(req));
+          return loginResponse(req, res, result, publicUrl);
+        },
+      }),
+      defineRoute({
+        method: 'post',
+        path: '/refresh',
+        operationId: 'refreshToken',
+        summary: 'Exchange a refresh token for a new token pair',
+        description: 'The refresh token is single-use: presenting a used one again revokes its whole session.',
+        tags: TAGS,
+        access: 'public',
+        request: { body: RefreshRequest },
+        responses: {
+          200: { description: 'New token pair', schema: TokenResponse },
+          401: { description: 'Invalid, expired or reused refresh token' },
+        },
+        handler: async ({ body }) => tokenPair(await auth.refresh(body.refresh_token)),
+      }),
+      defineRoute({
+        method: 'post',
+        path: '/logout',
+        operationId: 'logout',
+        summary: 'End the current session',
+        description:
+          'Revokes the session behind the credential: its refresh tokens, access tokens and cookie stop working at once.',
+        tags: TAGS,
+        access: 'authenticated',
+        responses: { 200: { description: 'Logged out', schema: Message } },
+        handler: async ({ req, res }) => {
+          const caller = callerOf(req);
+          if (caller.sessionId) await auth.revokeSession(caller.sessionId);
+          clearSessionCookie(res);
+          return { message: 'Logged out' };
+        },
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/me',
+        operationId: 'getCurrentUser',
+        summary: 'The authenticated user',
+        tags: TAGS,
+        access: 'authenticated',
+        responses: { 200: { description: 'Current user', schema: CurrentUser } },
+        handler: async ({ req }) => {
+          const caller = callerOf(req);
+          const user = caller.kind === 'user' ? await users.get(caller.id) : undefined;
+          if (!user) throw new UnauthorizedError('No such user', { code: 'AUTH_INVALID_TOKEN' });
+          return {
+            id: user.id,
+            username: user.username,
+            email: user.email,
+            email_verified: user.emailVerified,
+            name: user.name,
+            roles: user.roles,
+            groups: await users.groupsOf(user.id),
+            created_at: user.createdAt,
+            last_login: user.lastLogin,
+          };
+        },
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/sessions',
+        operationId: 'listSessions',
+        summary: "The caller's active sessions",
+        tags: TAGS,
+        access: 'authenticated',
+        responses: { 200: { description: 'Sessions, oldest first', schema: SessionList } },
+        handler: async ({ req }) => {
+          const caller = callerOf(req);
+          const sessions = await auth.listSessions(caller.id);
+          return {
+            sessions: sessions.map((s) => ({
+              session_id: s.id,
+              created_at: iso(s.createdAt),
+              expires_at: iso(Math.min(s.expiresAt, s.lastAccessedAt + s.idleTimeoutMs)),
+              last_accessed: iso(s.lastAccessedAt),
+              ip_address: s.ipAddress,
+              user_agent: s.userAgent,
+              is_current: s.id === caller.sessionId,
+            })),
+            total: sessions.length,
+            max_concurrent: auth.maxConcurrentSessions,
+          };
+        },
+      }),
+      defineRoute({
+        method: 'delete',
+        path: '/sessions/:session_id',
+        operationId: 'revokeSession',
+        summary: 'Revoke one of your sessions',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: z.object({ session_id: z.string().min(1).max(256) }) },
+        responses: {
+          200: { description: 'Revoked', schema: Message },
+          403: { description: "Another user's session" },
+          404: { description: 'No such session' },
+        },
+        handler: async ({ params, req, res }) => {
+          const caller = callerOf(req);
+          await auth.revokeOwnSession(caller, params.session_id);
+          if (params.session_id.split('.')[0] === caller.sessionId) clearSessionCookie(res);
+          return { message: 'Session revoked' };
+        },
+      }),
+    ],
+  };
+
+  const verify: RouteGroup = {
+    prefix: '/auth/verify',
+    area: 'verify',
+    routes: [
+      defineRoute({
+        method: 'post',
+        path: '/',
+        operationId: 'verifyToken',
+        summary: 'Verify a Bearer access token',
+        description: 'For gateways and services: 200 with the token facts, or 401 with `valid: false`.',
+        tags: TAGS,
+        access: 'public',
+        responses: {
+          200: { description: 'The token is valid', schema: VerifyResult },
+          401: { description: 'Missing, invalid, expired or revoked' },
+        },
+        handler: async ({ req }) => {
+          const match = /^Bearer\s+(\S+)\s*$/i.exec(req.get('Authorization') ?? '');
+          if (!match) throw new UnauthorizedError('Missing Bearer token', { code: 'AUTH_INVALID_TOKEN' });
+          const claims = await auth.verifyAccessToken(match[1]!);
+          return {
+            valid: true as const,
+            user_id: claims.sub,
+            username: claims.username,
+            expires_at: iso(claims.exp * 1000),
+            issued_at: iso(claims.iat * 1000),
+          };
+        },
+      }),
+    ],
+  };
+
+  const wellKnown: RouteGroup = {
+    prefix: '/.well-known',
+    area: 'envelope',
+    routes: [
+      defineRoute({
+        method: 'get',
+        path: '/jwks.json',
+        operationId: 'getJwks',
+        summary: 'Public keys that verify access tokens',
+        tags: TAGS,
+        access: 'public',
+        responses: { 200: { description: 'JSON Web Key Set', schema: Jwks } },
+        handler: ({ res }) => {
+          res.set('Cache-Control', 'public, max-age=300');
+          return keys.jwks();
+        },
+      }),
+    ],
+  };
+
+  return [main, verify, wellKnown];
+}

@@ -1,0 +1,289 @@
+import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { CounterStore } from '../../adapters/counters/port.js';
+import type { SessionRecord, SessionStore } from '../../adapters/session-store/port.js';
+import type { Config } from '../../config.js';
+import type { Database } from '../../db/database.js';
+import { ForbiddenError, NotFoundError, RateLimitError, UnauthorizedError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import type { User, UsersService } from '../users/users.service.js';
+import { userKey } from '../users/users.store.js';
+import * as store from './auth.store.js';
+import type { Caller } from './caller.js';
+import { type AccessClaims, type TokenService, hashSecret, opaqueToken } from './tokens.js';
+
+export interface ClientInfo {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+export interface StartedSession {
+  id: string;
+  /** `<id>.<secret>`: what the `session_id` cookie carries. Shown once; only its hash is stored. */
+  credential: string;
+  expiresAt: string;
+}
+
+export interface TokenPair {
+  accessToken: string;
+  refreshToken: string;
+  expiresIn: number;
+}
+
+export interface LoginResult {
+  user: User;
+  session: StartedSession;
+  /** Token mode only. */
+  tokens?: TokenPair;
+}
+
+const INVALID_CREDENTIALS = 'Invalid username or password';
+/** Session use is recorded at most this often, so that every request does not write to the store. */
+const TOUCH_EVERY_MS = 60_000;
+
+function parseCredential(credential: string): { id: string; secret: string } | undefined {
+  const dot = credential.indexOf('.');
+  if (dot <= 0 || credential.length > 256) return undefined;
+  return { id: credential.slice(0, dot), secret: credential.slice(dot + 1) };
+}
+
+function sameHash(a: string, b: string): boolean {
+  const left = Buffer.from(a, 'hex');
+  const right = Buffer.from(b, 'hex');
+  return left.length === right.length && left.length > 0 && timingSafeEqual(left, right);
+}
+
+export interface AuthServiceDeps {
+  config: Config['auth'];
+  db: Kysely<Database>;
+  users: UsersService;
+  sessions: SessionStore;
+  counters: CounterStore;
+  tokens: TokenService;
+  logger: Logger;
+  now?: () => Date;
+}
+
+/**
+ * Logins, sessions and tokens. Every login starts a server-side session: in session mode its credential is the
+ * `session_id` cookie; in token mode it is the family of the refresh tokens and every access token names it, so
+ * ending the session ends them all at once.
+ */
+export class AuthService {
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: AuthServiceDeps) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  get mode(): 'token' | 'session' {
+    return this.deps.config.mode;
+  }
+
+  get maxConcurrentSessions(): number {
+    return this.deps.config.session.maxConcurrent;
+  }
+
+  /** Password login by username or email, throttled per account and per client address. */
+  async login(login: string, password: string, client: ClientInfo): Promise<LoginResult> {
+    const limits = this.deps.config.login;
+    const windowMs = limits.failureWindowSeconds * 1000;
+    const keys = [
+      { key: `login:user:${userKey(login)}`, max: limits.maxFailures },
+      ...(client.ip ? [{ key: `login:addr:${client.ip}`, max: limits.maxFailuresPerAddress }] : []),
+    ];
+    for (const { key, max } of keys) {
+      const window = await this.deps.counters.peek(key);
+      if (window.count >= max) throw this.#tooManyAttempts(window.resetAt);
+    }
+
+    const user = await this.deps.users.authenticate(login, password);
+    if (!user) {
+      await Promise.all(keys.map(({ key }) => this.deps.counters.hit(key, windowMs)));
+      this.deps.logger.info({ event: 'login_failed', ip: client.ip }, 'login failed');
+      throw new UnauthorizedError(INVALID_CREDENTIALS, { code: 'AUTH_INVALID_CREDENTIALS' });
+    }
+    await this.deps.counters.reset(keys[0]!.key);
+    const result = await this.startSession(user, client);
+    this.deps.logger.info({ event: 'login', user_id: user.id, session_id: result.session.id }, 'login succeeded');
+    return result;
+  }
+
+  /** Starts a session for an authenticated user (password login or SSO) and, in token mode, a token pair. */
+  async startSession(user: User, client: ClientInfo, data: Record<string, string> = {}): Promise<LoginResult> {
+    const now = this.now().getTime();
+    const { session: limits, refreshTokenTtlSeconds } = this.deps.config;
+    const lifetimeMs = (this.mode === 'token' ? refreshTokenTtlSeconds : limits.absoluteTimeoutSeconds) * 1000;
+    const idleMs = (this.mode === 'token' ? refreshTokenTtlSeconds : limits.idleTimeoutSeconds) * 1000;
+    const secret = randomBytes(32).toString('base64url');
+    const record: SessionRecord = {
+      id: randomUUID(),
+      secretHash: hashSecret(secret),
+      userId: user.id,
+      createdAt: now,
+      lastAccessedAt: now,
+      expiresAt: now + lifetimeMs,
+      idleTimeoutMs: idleMs,
+      ipAddress: client.ip,
+      userAgent: client.userAgent?.slice(0, 512) ?? null,
+      data,
+    };
+    const { evicted } = await this.deps.sessions.create(record, limits.maxConcurrent);
+    await Promise.all(evicted.map((id) => store.deleteSessionTokens(this.deps.db, id)));
+    await this.deps.users.recordLogin(user.id);
+    const session: StartedSession = {
+      id: record.id,
+      credential: `${record.id}.${secret}`,
+      expiresAt: new Date(record.expiresAt).toISOString(),
+    };
+    if (this.mode === 'session') return { user, session };
+    return { user, session, tokens: await this.#tokenPair(user, record.id, now) };
+  }
+
+  /** Exchanges a refresh token for a new pair. A token presented twice revokes its whole session. */
+  async refresh(refreshToken: string): Promise<TokenPair> {
+    const row = await store.findRefreshToken(this.deps.db, hashSecret(refreshToken));
+    if (!row) throw new UnauthorizedError('Invalid refresh token', { code: 'AUTH_INVALID_TOKEN' });
+    if (row.used_at !== null) return this.#reuseDetected(row.session_id, row.user_id);
+    const now = this.now();
+    if (Date.parse(row.expires_at) <= now.getTime()) {
+      throw new UnauthorizedError('Refresh token has expired', { code: 'AUTH_INVALID_TOKEN' });
+    }
+    const session = await this.deps.sessions.get(row.session_id);
+    const user = session && (await this.deps.users.get(row.user_id));
+    if (!session || !user?.active) {
+      await this.revokeSession(row.session_id);
+      throw new UnauthorizedError('The session has ended; log in again', { code: 'AUTH_INVALID_TOKEN' });
+    }
+    // Only one of two concurrent exchanges of the same token may win; the loser is treated as reuse.
+    if (!(await store.markRefreshTokenUsed(this.deps.db, row.id, now.toISOString()))) {
+      return this.#reuseDetected(row.session_id, row.user_id);
+    }
+    await this.deps.sessions.touch(session.id, now.getTime());
+    return this.#tokenPair(user, session.id, now.getTime());
+  }
+
+  /** Ends a session and every token issued in it. */
+  async revokeSession(sessionId: string): Promise<boolean> {
+    const existed = await this.deps.sessions.delete(sessionId);
+    await store.deleteSessionTokens(this.deps.db, sessionId);
+    return existed;
+  }
+
+  /** Ends every session of a user (deactivation, erasure, password change). */
+  async revokeUser(userId: string): Promise<number> {
+    const count = await this.deps.sessions.deleteByUser(userId);
+    await store.deleteUserTokens(this.deps.db, userId);
+    return count;
+  }
+
+  async listSessions(userId: string): Promise<SessionRecord[]> {
+    return this.deps.sessions.listByUser(userId);
+  }
+
+  /** Revokes one of the caller's own sessions: 404 when there is no such session, 403 when it is someone else's. */
+  async revokeOwnSession(caller: Caller, sessionId: string): Promise<void> {
+    const id = parseCredential(sessionId)?.id ?? sessionId;
+    const session = await this.deps.sessions.get(id);
+    if (!session) throw new NotFoundError('Session not found', { code: 'SESSION_NOT_FOUND' });
+    if (session.userId !== caller.id) {
+      throw new ForbiddenError('You can revoke only your own sessions', { code: 'AUTH_ACCESS_DENIED' });
+    }
+    await this.revokeSession(id);
+  }
+
+  /** A valid access token's claims: signature, issuer, audience, expiry, and a session that is still live. */
+  async verifyAccessToken(token: string): Promise<AccessClaims> {
+    const claims = await this.deps.tokens.verify(token);
+    const session = await this.deps.sessions.get(claims.sid);
+    if (!session || session.userId !== claims.sub) {
+      throw new UnauthorizedError('Token has been revoked', { code: 'AUTH_INVALID_TOKEN' });
+    }
+    await this.#touch(session);
+    return claims;
+  }
+
+  /** The caller a Bearer access token stands for; 401 when invalid, expired or its session has ended. */
+  async authenticateBearer(token: string): Promise<Caller> {
+    const claims = await this.verifyAccessToken(token);
+    return {
+      kind: claims.kind,
+      id: claims.sub,
+      username: claims.username,
+      roles: claims.roles,
+      sessionId: claims.sid,
+      via: 'bearer',
+      expiresAt: claims.exp,
+    };
+  }
+
+  /** The caller a `session_id` cookie stands for; 401 when unknown, expired or forged. */
+  async authenticateSession(credential: string): Promise<Caller> {
+    const parsed = parseCredential(credential);
+    const session = parsed && (await this.deps.sessions.get(parsed.id));
+    if (!parsed || !session || !sameHash(session.secretHash, hashSecret(parsed.secret))) {
+      throw new UnauthorizedError('Session is invalid or has expired', { code: 'AUTH_INVALID_TOKEN' });
+    }
+    const user = await this.deps.users.get(session.userId);
+    if (!user?.active) {
+      await this.revokeSession(session.id);
+      throw new UnauthorizedError('Session is invalid or has expired', { code: 'AUTH_INVALID_TOKEN' });
+    }
+    await this.#touch(session);
+    return {
+      kind: 'user',
+      id: user.id,
+      username: user.username,
+      roles: user.roles,
+      sessionId: session.id,
+      via: 'cookie',
+      expiresAt: Math.floor(Math.min(session.expiresAt, session.lastAccessedAt + session.idleTimeoutMs) / 1000),
+    };
+  }
+
+  async #touch(session: SessionRecord): Promise<void> {
+    const now = this.now().getTime();
+    if (now - session.lastAccessedAt >= Math.min(TOUCH_EVERY_MS, session.idleTimeoutMs / 10)) {
+      await this.deps.sessions.touch(session.id, now);
+    }
+  }
+
+  async #tokenPair(user: User, sessionId: string, now: number): Promise<TokenPair> {
+    const access = await this.deps.tokens.issue({
+      sub: user.id,
+      username: user.username,
+      roles: user.roles,
+      kind: 'user',
+      sid: sessionId,
+    });
+    const refreshToken = opaqueToken('rt_');
+    await store.insertRefreshToken(this.deps.db, {
+      id: randomUUID(),
+      token_hash: hashSecret(refreshToken),
+      session_id: sessionId,
+      user_id: user.id,
+      created_at: new Date(now).toISOString(),
+      expires_at: new Date(now + this.deps.config.refreshTokenTtlSeconds * 1000).toISOString(),
+      used_at: null,
+    });
+    return { accessToken: access.token, refreshToken, expiresIn: access.expiresIn };
+  }
+
+  async #reuseDetected(sessionId: string, userId: string): Promise<never> {
+    await this.revokeSession(sessionId);
+    this.deps.logger.warn(
+      { event: 'refresh_token_reuse', user_id: userId, session_id: sessionId },
+      'refresh token reuse: session revoked',
+    );
+    throw new UnauthorizedError('Refresh token was already used; the session has been revoked', {
+      code: 'AUTH_INVALID_TOKEN',
+    });
+  }
+
+  #tooManyAttempts(resetAt: number): RateLimitError {
+    const retryAfter = Math.max(1, Math.ceil((resetAt - this.now().getTime()) / 1000));
+    return new RateLimitError(`Too many failed login attempts; retry in ${retryAfter} s`, retryAfter, {
+      code: 'AUTH_RATE_LIMIT',
+    });
+  }
+}

@@ -1,0 +1,151 @@
+import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { type JWTPayload, SignJWT, errors as joseErrors, jwtVerify } from 'jose';
+import { UnauthorizedError } from '../../errors.js';
+import { type KeyRing, SIGNING_ALG } from './keys.js';
+
+/** RFC 9068 access-token type: an ID token or any other JWT signed by the same key is not accepted as one. */
+const ACCESS_TOKEN_TYPE = 'at+jwt';
+export const TOKEN_AUDIENCE = 'agent-service';
+const CLOCK_TOLERANCE_SECONDS = 5;
+const CACHE_LIMIT = 10_000;
+
+export type SubjectKind = 'user' | 'service';
+
+export interface AccessClaims {
+  /** User id (UUID) or service principal id. */
+  sub: string;
+  username: string;
+  roles: string[];
+  kind: SubjectKind;
+  /** The login session the token belongs to; revoking the session revokes the token. */
+  sid: string;
+  jti: string;
+  iat: number;
+  exp: number;
+}
+
+export interface IssuedToken {
+  token: string;
+  expiresIn: number;
+  claims: AccessClaims;
+}
+
+/** A high-entropy opaque secret with a readable prefix (`rt_…`, `ak_live_…`). */
+export function opaqueToken(prefix: string, bytes = 32): string {
+  return `${prefix}${randomBytes(bytes).toString('base64url')}`;
+}
+
+/** What we store instead of an opaque secret. Secrets are random and long, so a fast hash is enough. */
+export function hashSecret(secret: string): string {
+  return createHash('sha256').update(secret).digest('hex');
+}
+
+function isAccessClaims(payload: JWTPayload): payload is JWTPayload & AccessClaims {
+  return (
+    typeof payload.sub === 'string' &&
+    typeof payload.username === 'string' &&
+    Array.isArray(payload.roles) &&
+    payload.roles.every((r) => typeof r === 'string') &&
+    (payload.kind === 'user' || payload.kind === 'service') &&
+    typeof payload.sid === 'string' &&
+    typeof payload.jti === 'string' &&
+    typeof payload.iat === 'number' &&
+    typeof payload.exp === 'number'
+  );
+}
+
+/**
+ * Signs and verifies access tokens. Verification accepts only EdDSA tokens of type at+jwt from our issuer for
+ * our audience, signed by a key in the ring; results are cached per token until expiry (revocation is checked
+ * separately, on the session, for every request).
+ */
+export class TokenService {
+  readonly #cache = new Map<string, AccessClaims>();
+
+  constructor(
+    private readonly keys: KeyRing,
+    readonly issuer: string,
+    readonly ttlSeconds: number,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async issue(subject: {
+    sub: string;
+    username: string;
+    roles: string[];
+    kind: SubjectKind;
+    sid: string;
+  }): Promise<IssuedToken> {
+    const { kid, privateKey } = this.keys.signingKey();
+    const iat = Math.floor(this.now().getTime() / 1000);
+    const claims: AccessClaims = { ...subject, jti: randomUUID(), iat, exp: iat + this.ttlSeconds };
+    const token = await new SignJWT({
+      username: claims.username,
+      roles: claims.roles,
+      kind: claims.kind,
+      sid: claims.sid,
+    })
+      .setProtectedHeader({ alg: SIGNING_ALG, kid, typ: ACCESS_TOKEN_TYPE })
+      .setSubject(claims.sub)
+      .setIssuer(this.issuer)
+      .setAudience(TOKEN_AUDIENCE)
+      .setIssuedAt(iat)
+      .setExpirationTime(claims.exp)
+      .setJti(claims.jti)
+      .sign(privateKey);
+    return { token, expiresIn: this.ttlSeconds, claims };
+  }
+
+  /** The token's claims, or UnauthorizedError (with `expiredAt` when it had merely expired). */
+  async verify(token: string): Promise<AccessClaims> {
+    const cacheKey = hashSecret(token);
+    const cached = this.#cache.get(cacheKey);
+    const nowSeconds = this.now().getTime() / 1000;
+    if (cached && cached.exp > nowSeconds - CLOCK_TOLERANCE_SECONDS) return cached;
+    if (cached) this.#cache.delete(cacheKey);
+
+    let payload: JWTPayload;
+    try {
+      ({ payload } = await jwtVerify(
+        token,
+        async (header) => {
+          const key = await this.keys.verificationKey(header.kid);
+          if (!key) throw new joseErrors.JWKSNoMatchingKey();
+          return key;
+        },
+        {
+          algorithms: [SIGNING_ALG],
+          issuer: this.issuer,
+          audience: TOKEN_AUDIENCE,
+          typ: ACCESS_TOKEN_TYPE,
+          clockTolerance: CLOCK_TOLERANCE_SECONDS,
+          currentDate: this.now(),
+          requiredClaims: ['sub', 'exp', 'iat', 'jti'],
+        },
+      ));
+    } catch (error) {
+      if (error instanceof joseErrors.JWTExpired) {
+        const exp = error.payload.exp;
+        throw new UnauthorizedError('Token has expired', {
+          code: 'AUTH_INVALID_TOKEN',
+          ...(typeof exp === 'number' && { expiredAt: new Date(exp * 1000).toISOString() }),
+        });
+      }
+      throw new UnauthorizedError('Invalid token', { code: 'AUTH_INVALID_TOKEN' });
+    }
+    if (!isAccessClaims(payload)) throw new UnauthorizedError('Invalid token', { code: 'AUTH_INVALID_TOKEN' });
+    const claims: AccessClaims = {
+      sub: payload.sub,
+      username: payload.username,
+      roles: payload.roles,
+      kind: payload.kind,
+      sid: payload.sid,
+      jti: payload.jti,
+      iat: payload.iat,
+      exp: payload.exp,
+    };
+    if (this.#cache.size >= CACHE_LIMIT) this.#cache.delete(this.#cache.keys().next().value!);
+    this.#cache.set(cacheKey, claims);
+    return claims;
+  }
+}

@@ -1,0 +1,211 @@
+import { randomBytes, randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import { z } from 'zod';
+import type { Database } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import { ConflictError, ValidationError } from '../../errors.js';
+import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, checkPassword, hashPassword } from './passwords.js';
+import * as store from './users.store.js';
+import type { UserRow } from './users.tables.js';
+
+/** A local user as the rest of the service sees it (never the password hash). */
+export interface User {
+  id: string;
+  username: string;
+  email: string | null;
+  emailVerified: boolean;
+  name: string | null;
+  roles: string[];
+  active: boolean;
+  hasPassword: boolean;
+  createdAt: string;
+  updatedAt: string;
+  lastLogin: string | null;
+}
+
+export const ADMIN_ROLE = 'admin';
+export const DEFAULT_ROLE = 'user';
+
+export const usernameSchema = z
+  .string()
+  .regex(
+    /^[A-Za-z0-9][A-Za-z0-9._@-]{0,63}$/,
+    'must be 1–64 letters, digits, ".", "_", "@" or "-", starting with a letter or digit',
+  );
+export const passwordSchema = z
+  .string()
+  .min(MIN_PASSWORD_LENGTH, `must be at least ${MIN_PASSWORD_LENGTH} characters`)
+  .max(MAX_PASSWORD_LENGTH, `must be at most ${MAX_PASSWORD_LENGTH} characters`);
+export const roleSchema = z.string().regex(/^[a-z][a-z0-9_:-]{0,63}$/, 'must be a lower-case role name');
+/** Path-like group names: `/engineering/backend`. */
+export const groupNameSchema = z
+  .string()
+  .regex(/^(\/[A-Za-z0-9][A-Za-z0-9 _.-]{0,63}){1,8}$/, 'must be a path such as /engineering/backend');
+
+export const newUserSchema = z.object({
+  username: usernameSchema,
+  email: z.email().max(254).optional(),
+  name: z.string().trim().min(1).max(100).optional(),
+  password: passwordSchema.optional(),
+  roles: z.array(roleSchema).max(32).default([DEFAULT_ROLE]),
+  emailVerified: z.boolean().default(false),
+});
+export type NewUser = z.input<typeof newUserSchema>;
+
+function toUser(row: UserRow): User {
+  return {
+    id: row.id,
+    username: row.username,
+    email: row.email,
+    emailVerified: row.email_verified === 1,
+    name: row.name,
+    roles: JSON.parse(row.roles) as string[],
+    active: row.active === 1,
+    hasPassword: row.password_hash !== null,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+    lastLogin: row.last_login,
+  };
+}
+
+function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
+  const result = schema.safeParse(value);
+  if (result.success) return result.data;
+  throw new ValidationError(
+    `Invalid ${what}`,
+    result.error.issues.map((i) => ({ loc: ['body', ...i.path.map(String)], msg: i.message, type: i.code })),
+  );
+}
+
+/** Local users and groups: the embedded identity provider. */
+export class UsersService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async create(input: NewUser): Promise<User> {
+    const user = parseOrThrow(newUserSchema, input, 'user');
+    const at = this.now().toISOString();
+    const row: UserRow = {
+      id: randomUUID(),
+      username: user.username,
+      username_key: store.userKey(user.username),
+      email: user.email ?? null,
+      email_key: user.email ? store.userKey(user.email) : null,
+      email_verified: user.emailVerified ? 1 : 0,
+      name: user.name ?? null,
+      roles: JSON.stringify([...new Set(user.roles)]),
+      active: 1,
+      password_hash: user.password ? await hashPassword(user.password) : null,
+      created_at: at,
+      updated_at: at,
+      last_login: null,
+    };
+    try {
+      await store.insertUser(this.db, row);
+    } catch (error) {
+      if (isUniqueViolation(error)) {
+        const taken = await store.findUserByUsername(this.db, user.username);
+        throw new ConflictError(taken ? `Username ${user.username} is taken` : 'Email address is already in use', {
+          code: 'CONFLICT',
+        });
+      }
+      throw error;
+    }
+    return toUser(row);
+  }
+
+  async get(id: string): Promise<User | undefined> {
+    const row = await store.findUserById(this.db, id);
+    return row && toUser(row);
+  }
+
+  async getByUsername(username: string): Promise<User | undefined> {
+    const row = await store.findUserByUsername(this.db, username);
+    return row && toUser(row);
+  }
+
+  async list(window: { offset: number; limit: number }): Promise<User[]> {
+    return (await store.listUsers(this.db, window)).map(toUser);
+  }
+
+  count(): Promise<number> {
+    return store.countUsers(this.db);
+  }
+
+  /**
+   * The active user whose username or email and password match, or undefined. Unknown users, wrong passwords
+   * and deactivated accounts take the same time and give the same answer.
+   */
+  async authenticate(login: string, password: string): Promise<User | undefined> {
+    const row = login.length <= 254 ? await store.findUserByLogin(this.db, login) : undefined;
+    const ok = await checkPassword(row?.password_hash, password);
+    return ok && row && row.active === 1 ? toUser(row) : undefined;
+  }
+
+  async setPassword(userId: string, password: string): Promise<void> {
+    const checked = parseOrThrow(passwordSchema, password, 'password');
+    await store.updateUser(this.db, userId, {
+      password_hash: await hashPassword(checked),
+      updated_at: this.now().toISOString(),
+    });
+  }
+
+  async recordLogin(userId: string): Promise<void> {
+    await store.updateUser(this.db, userId, { last_login: this.now().toISOString() });
+  }
+
+  groupsOf(userId: string): Promise<string[]> {
+    return store.groupNamesOf(this.db, userId);
+  }
+
+  /** Makes the user a member of exactly these groups, creating groups that do not exist yet. */
+  async setGroups(userId: string, names: string[]): Promise<void> {
+    const valid = [...new Set(names.filter((n) => groupNameSchema.safeParse(n).success))];
+    const at = this.now().toISOString();
+    await this.db.transaction().execute(async (trx) => {
+      const ids: string[] = [];
+      for (const name of valid) {
+        await store.insertGroup(trx, { id: randomUUID(), name, at });
+        const group = await store.findGroupByName(trx, name);
+        if (group) ids.push(group.id);
+      }
+      await store.replaceMemberships(trx, userId, [...new Set(ids)], at);
+    });
+  }
+
+  async setRoles(userId: string, roles: string[]): Promise<void> {
+    const valid = [...new Set(roles.filter((r) => roleSchema.safeParse(r).success))];
+    await store.updateUser(this.db, userId, { roles: JSON.stringify(valid), updated_at: this.now().toISOString() });
+  }
+
+  async findByIdentity(issuer: string, subject: string): Promise<User | undefined> {
+    const id = await store.findUserIdByIdentity(this.db, issuer, subject);
+    return id === undefined ? undefined : this.get(id);
+  }
+
+  async linkIdentity(userId: string, issuer: string, subject: string): Promise<void> {
+    await store.insertIdentity(this.db, { issuer, subject, userId, at: this.now().toISOString() });
+  }
+
+  /**
+   * Creates the bootstrap administrator when the service has no users yet. Returns the password when it was
+   * generated, so the caller can show it once.
+   */
+  async ensureBootstrapAdmin(
+    username: string,
+    password: string | undefined,
+  ): Promise<{ created: boolean; generatedPassword?: string }> {
+    if ((await this.count()) > 0) return { created: false };
+    const chosen = password ?? randomBytes(18).toString('base64url');
+    try {
+      await this.create({ username, password: chosen, roles: [ADMIN_ROLE, DEFAULT_ROLE] });
+    } catch (error) {
+      // Another instance started at the same moment and created it first.
+      if (error instanceof ConflictError) return { created: false };
+      throw error;
+    }
+    return password ? { created: true } : { created: true, generatedPassword: chosen };
+  }
+}

@@ -1,0 +1,91 @@
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import type { EphemeralStore } from '../../src/adapters/ephemeral/port.js';
+
+const START = Date.UTC(2030, 0, 1);
+const TTL = 10 * 60_000;
+
+/**
+ * What every EphemeralStore must do. `make` builds a fresh, empty store whose `now()` is the given clock; the
+ * clock starts at 2030-01-01 and only moves when a test advances it.
+ */
+export function ephemeralStoreContract(
+  name: string,
+  make: (clock: { now: () => number; advance(ms: number): void }) => Promise<{
+    store: EphemeralStore;
+    cleanup: () => Promise<void>;
+  }>,
+): void {
+  describe(`${name} (EphemeralStore contract)`, () => {
+    let time: number;
+    const clock = {
+      now: () => time,
+      advance: (ms: number) => {
+        time += ms;
+      },
+    };
+    let store: EphemeralStore;
+    let cleanup: () => Promise<void>;
+
+    beforeEach(async () => {
+      time = START;
+      ({ store, cleanup } = await make(clock));
+    });
+
+    afterEach(async () => {
+      await cleanup();
+    });
+
+    it('gives a value back once: a second take finds nothing', async () => {
+      await store.put('sso:state1', '{"nonce":"n1","verifier":"v1"}', TTL);
+      expect(await store.take('sso:state1')).toBe('{"nonce":"n1","verifier":"v1"}');
+      expect(await store.take('sso:state1')).toBeUndefined();
+    });
+
+    it('finds nothing for a key never put', async () => {
+      expect(await store.take('nope')).toBeUndefined();
+    });
+
+    it('keeps values exactly, including empty and non-ASCII ones', async () => {
+      const values = ['', ' spaced ', 'ünïcødé ☃ 🎉', 'line\nbreak', '{"json":true}', 'x'.repeat(10_000)];
+      for (const [i, value] of values.entries()) await store.put(`k${i}`, value, TTL);
+      for (const [i, value] of values.entries()) expect(await store.take(`k${i}`)).toBe(value);
+    });
+
+    it('expires a value exactly ttlMs after it was put', async () => {
+      await store.put('early', 'a', TTL);
+      await store.put('late', 'b', TTL);
+      clock.advance(TTL - 1);
+      expect(await store.take('early')).toBe('a');
+      clock.advance(1);
+      expect(await store.take('late')).toBeUndefined();
+      expect(await store.take('late')).toBeUndefined();
+    });
+
+    it('replaces the value and its lifetime when a key is put again', async () => {
+      await store.put('k', 'first', TTL);
+      clock.advance(TTL - 1);
+      await store.put('k', 'second', TTL);
+      clock.advance(TTL - 1);
+      expect(await store.take('k')).toBe('second');
+    });
+
+    it('keeps keys apart', async () => {
+      await store.put('a', '1', TTL);
+      await store.put('b', '2', TTL);
+      expect(await store.take('b')).toBe('2');
+      expect(await store.take('a')).toBe('1');
+    });
+
+    it('hands a value to exactly one of many concurrent takes', async () => {
+      await store.put('callback', 'once', TTL);
+      const taken = await Promise.all(Array.from({ length: 20 }, () => store.take('callback')));
+      expect(taken.filter((value) => value !== undefined)).toEqual(['once']);
+    });
+
+    it('rejects a ttl that is not a positive number', async () => {
+      await expect(store.put('k', 'v', 0)).rejects.toThrow(RangeError);
+      await expect(store.put('k', 'v', Number.POSITIVE_INFINITY)).rejects.toThrow(RangeError);
+      expect(await store.take('k')).toBeUndefined();
+    });
+  });
+}

@@ -1,0 +1,62 @@
+import type { App } from '../../src/app.js';
+
+/** A clock the test moves by hand; the app, its stores and its tokens all read it. */
+export class TestClock {
+  constructor(public ms = Date.parse('2026-06-01T12:00:00Z')) {}
+  readonly now = (): Date => new Date(this.ms);
+  advance(ms: number): void {
+    this.ms += ms;
+  }
+}
+
+export interface CallResult {
+  status: number;
+  headers: Headers;
+  body: Record<string, unknown>;
+}
+
+export interface CallOptions {
+  token?: string;
+  cookie?: string;
+  apiKey?: string;
+  body?: unknown;
+  form?: Record<string, string>;
+  headers?: Record<string, string>;
+}
+
+/** One request to a listener of the app, with the credential of choice. */
+export async function call(app: App, method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
+  const headers: Record<string, string> = { ...options.headers };
+  if (options.token) headers.Authorization = `Bearer ${options.token}`;
+  if (options.cookie) headers.Cookie = options.cookie;
+  if (options.apiKey) headers['X-API-Key'] = options.apiKey;
+  let body: string | undefined;
+  if (options.form) {
+    headers['Content-Type'] = 'application/x-www-form-urlencoded';
+    body = new URLSearchParams(options.form).toString();
+  } else if (options.body !== undefined) {
+    headers['Content-Type'] = 'application/json';
+    body = JSON.stringify(options.body);
+  }
+  const res = await fetch(`${app.url('main')}${path}`, { method, headers, body });
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+export const PASSWORD = 'correct horse battery';
+
+/** Creates a local user through the users service (there is no public sign-up). */
+export async function createUser(app: App, username: string, extra: { email?: string; roles?: string[] } = {}) {
+  return app.users.create({
+    username,
+    password: PASSWORD,
+    email: extra.email ?? `${username}@example.com`,
+    ...(extra.roles && { roles: extra.roles }),
+  });
+}
+
+/** The `name=value` pair of a Set-Cookie header, for sending back. */
+export function cookiePair(setCookie: string | null): string {
+  if (!setCookie) throw new Error('no Set-Cookie header');
+  return setCookie.split(';')[0]!;
+}
