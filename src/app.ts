@@ -29,6 +29,8 @@ import { type Logger, createLogger } from './logger.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
 import { AuthService } from './modules/auth/auth.service.js';
 import { KeyRing } from './modules/auth/keys.js';
+import { OidcSso } from './modules/auth/sso.js';
+import { ssoRoutes } from './modules/auth/sso.routes.js';
 import { TokenService } from './modules/auth/tokens.js';
 import {
   type HealthDeps,
@@ -114,6 +116,9 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const keys = new KeyRing(db.kysely, (config.auth.accessTokenTtlSeconds + 60) * 1000, now);
   const tokens = new TokenService(keys, config.publicUrl, config.auth.accessTokenTtlSeconds, now);
   const auth = new AuthService({ config: config.auth, db: db.kysely, users, tokens, logger, now, ...stores });
+  const sso = config.auth.oidc
+    ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger })
+    : undefined;
   const authenticate = createAuthenticate({
     bearer: (token) => auth.authenticateBearer(token),
     sessionCookie: (credential) => auth.authenticateSession(credential),
@@ -138,7 +143,11 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const groups: Record<ListenerName, { alwaysOn: RouteGroup[]; gated: RouteGroup[] }> = {
     main: {
       alwaysOn: [healthRoutes(healthDeps), metricsRoutes(metrics)],
-      gated: [versionRoutes(), ...authRoutes({ auth, users, keys, publicUrl: config.publicUrl })],
+      gated: [
+        versionRoutes(),
+        ...authRoutes({ auth, users, keys, publicUrl: config.publicUrl }),
+        ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
+      ],
     },
     playground: { alwaysOn: [playgroundHealthRoutes(healthDeps)], gated: [] },
     builder: { alwaysOn: [builderHealthRoutes(healthDeps)], gated: [] },

@@ -3,6 +3,7 @@ import { type App, buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createDb } from './db/create-db.js';
 import { migrateDown, migrateToLatest } from './db/migrate.js';
+import { UsageError, keysCommand, usersCommand } from './cli/admin.js';
 import { SERVICE_NAME, SERVICE_VERSION } from './version.js';
 
 /** sysexits(3): a usage error and a configuration error are told apart from a crash. */
@@ -13,6 +14,8 @@ const USAGE = `Usage: agent-service [command]
 Commands:
   serve              Run the service: main API, playground and builder listeners (default)
   migrate [--down]   Apply pending database migrations (or revert the most recent one) and exit
+  users …            Manage local users: create, list, set-password (agent-service users help)
+  keys rotate        Sign new tokens with a new key; tokens of the old one stay valid until they expire
   config             Validate the configuration and print it, secrets hidden
   version            Print the version
   help               Print this help
@@ -95,6 +98,12 @@ function printConfig(config: Config): void {
   process.stdout.write(`${JSON.stringify(redacted, null, 2)}\n`);
 }
 
+async function readStdin(): Promise<string> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of process.stdin) chunks.push(chunk as Buffer);
+  return Buffer.concat(chunks).toString('utf8');
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command = 'serve', ...rest] = argv;
   if (command === 'help' || command === '--help' || command === '-h') {
@@ -105,9 +114,10 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${SERVICE_NAME} ${SERVICE_VERSION}\n`);
     return;
   }
-  const known = ['serve', 'migrate', 'config'];
+  const known = ['serve', 'migrate', 'config', 'users', 'keys'];
   if (!known.includes(command)) fail(`Unknown command "${command}".\n\n${USAGE}`, EXIT.usage);
-  const unknownFlags = rest.filter((arg) => !(command === 'migrate' && arg === '--down'));
+  const takesArguments = command === 'users' || command === 'keys';
+  const unknownFlags = takesArguments ? [] : rest.filter((arg) => !(command === 'migrate' && arg === '--down'));
   if (unknownFlags.length > 0) fail(`Unknown argument(s) for ${command}: ${unknownFlags.join(' ')}`, EXIT.usage);
 
   let config: Config;
@@ -117,9 +127,17 @@ async function main(argv: string[]): Promise<void> {
     if (err instanceof ConfigError) fail(err.message, EXIT.config);
     throw err;
   }
-  if (command === 'serve') await serve(config);
-  else if (command === 'migrate') await migrate(config, rest.includes('--down'));
-  else printConfig(config);
+  const io = { out: (line: string) => process.stdout.write(`${line}\n`), readStdin };
+  try {
+    if (command === 'serve') await serve(config);
+    else if (command === 'migrate') await migrate(config, rest.includes('--down'));
+    else if (command === 'users') await usersCommand(config, rest, io);
+    else if (command === 'keys') await keysCommand(config, rest, io);
+    else printConfig(config);
+  } catch (err) {
+    if (err instanceof UsageError) fail(err.message, EXIT.usage);
+    throw err;
+  }
 }
 
 main(process.argv.slice(2)).catch((err: unknown) => {

@@ -4,7 +4,9 @@ import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { createDb } from '../../src/db/create-db.js';
 import { knownMigrations } from '../../src/db/migrate.js';
+import { UsersService } from '../../src/modules/users/users.service.js';
 
 /** The real command-line entry point, run as a separate process (through tsx, so no build is needed). */
 const MAIN = join(import.meta.dirname, '../../src/main.ts');
@@ -12,6 +14,7 @@ const MAIN = join(import.meta.dirname, '../../src/main.ts');
 interface Run {
   child: ChildProcess;
   lines: Record<string, unknown>[];
+  stdout: () => string;
   stderr: () => string;
   exited: Promise<number | null>;
   /** Resolves with the first log line that satisfies the predicate. */
@@ -23,21 +26,24 @@ afterEach(() => {
   for (const child of running.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
 });
 
-function run(args: string[], env: Record<string, string> = {}): Run {
+function run(args: string[], env: Record<string, string> = {}, input?: string): Run {
   const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });
+  if (input !== undefined) child.stdin!.end(input);
   running.push(child);
   const lines: Record<string, unknown>[] = [];
   let stdout = '';
+  let allStdout = '';
   let stderr = '';
   const waiters: {
     predicate: (l: Record<string, unknown>) => boolean;
     resolve: (l: Record<string, unknown>) => void;
   }[] = [];
-  child.stdout.on('data', (chunk: Buffer) => {
+  child.stdout!.on('data', (chunk: Buffer) => {
     stdout += chunk.toString();
+    allStdout += chunk.toString();
     let newline: number;
     while ((newline = stdout.indexOf('\n')) >= 0) {
       const text = stdout.slice(0, newline);
@@ -55,11 +61,12 @@ function run(args: string[], env: Record<string, string> = {}): Run {
       }
     }
   });
-  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString()));
   const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
   return {
     child,
     lines,
+    stdout: () => allStdout,
     stderr: () => stderr,
     exited,
     waitFor: (predicate) => {
@@ -163,5 +170,65 @@ describe('agent-service command line', () => {
     expect(response).toContain('Connection: close');
     expect(response).toContain('"code":"ROUTE_NOT_FOUND"');
     expect(await serving.exited).toBe(0);
+  });
+
+  it('manages users: create with a password from stdin or generated, list, set-password', async () => {
+    const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-cli-')), 'agent.db');
+    const env = { DATABASE_URL: `sqlite:${dbFile}` };
+    const created = run(
+      ['users', 'create', 'carol', '--email', 'carol@example.com', '--role', 'admin', '--password-stdin'],
+      env,
+      'from stdin 123\n',
+    );
+    expect(await created.exited).toBe(0);
+    expect(created.lines.map((l) => l.text)).toEqual([
+      expect.stringMatching(/^created carol \([0-9a-f-]{36}\) with roles admin$/),
+    ]);
+
+    const generated = run(['users', 'create', 'dave'], env);
+    expect(await generated.exited).toBe(0);
+    const password = /^password: (\S+)$/.exec(String(generated.lines[1]?.text))?.[1];
+    expect(password).toHaveLength(24);
+
+    const duplicate = run(['users', 'create', 'CAROL'], env);
+    expect(await duplicate.exited).toBe(64);
+    expect(duplicate.stderr()).toContain('Username CAROL is taken');
+    const invalid = run(['users', 'create', 'bad name!'], env);
+    expect(await invalid.exited).toBe(64);
+    expect(invalid.stderr()).toContain('username: must be 1–64 letters');
+
+    const list = run(['users', 'list', '--json'], env);
+    expect(await list.exited).toBe(0);
+    const listed = JSON.parse(list.stdout()) as {
+      username: string;
+      roles: string[];
+    }[];
+    expect(listed.map((u) => [u.username, u.roles])).toEqual([
+      ['carol', ['admin']],
+      ['dave', ['user']],
+    ]);
+    expect(JSON.stringify(listed)).not.toMatch(/argon2|password/i);
+
+    const changed = run(['users', 'set-password', 'dave', '--password-stdin'], env, 'a brand new password\n');
+    expect(await changed.exited).toBe(0);
+    const db = createDb({ dialect: 'sqlite', filename: dbFile });
+    try {
+      const users = new UsersService(db.kysely);
+      expect(await users.authenticate('carol@example.com', 'from stdin 123')).toMatchObject({ username: 'carol' });
+      expect(await users.authenticate('dave', password!)).toBeUndefined();
+      expect(await users.authenticate('dave', 'a brand new password')).toMatchObject({ username: 'dave' });
+    } finally {
+      await db.destroy();
+    }
+    const unknown = run(['users', 'set-password', 'nobody'], env);
+    expect(await unknown.exited).toBe(64);
+  });
+
+  it('rotates the signing key, keeping the old one in the key set', async () => {
+    const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-cli-')), 'agent.db');
+    const first = run(['keys', 'rotate'], { DATABASE_URL: `sqlite:${dbFile}` });
+    expect(await first.exited).toBe(0);
+    expect(first.lines[0]?.text).toMatch(/^new signing key [\w-]{43}; 2 key\(s\) now verify tokens$/);
+    expect(await run(['keys', 'spin'], { DATABASE_URL: `sqlite:${dbFile}` }).exited).toBe(64);
   });
 });

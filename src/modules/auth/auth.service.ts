@@ -177,6 +177,11 @@ export class AuthService {
     return count;
   }
 
+  /** A live session by id. */
+  session(id: string): Promise<SessionRecord | undefined> {
+    return this.deps.sessions.get(id);
+  }
+
   async listSessions(userId: string): Promise<SessionRecord[]> {
     return this.deps.sessions.listByUser(userId);
   }
