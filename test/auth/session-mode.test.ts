@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { Redis } from 'ioredis';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { startTestApp } from '../helpers/app.js';
+import { captureLogger, startTestApp } from '../helpers/app.js';
 import { PASSWORD, TestClock, call, cookiePair, createUser } from '../helpers/auth.js';
 import { REDIS_URL, describeWithService, probeRedis } from '../helpers/services.js';
 
@@ -163,6 +163,28 @@ describe('session mode: login and the session cookie', () => {
       body: { username: 'alice', grant_type: 'refresh_token', refresh_token: 'rt_x' },
     });
     expect(grant).toMatchObject({ status: 400, body: { message: 'Refresh tokens are issued only in token mode' } });
+  });
+});
+
+describe('session mode: secrets stay out of the logs', () => {
+  it('logs no password, session id or session credential, even when one is put in a URL', async () => {
+    const logs = captureLogger('debug');
+    const app = await startTestApp(
+      { AUTH_MODE: 'session', ADMIN_PASSWORD: 'bootstrap-secret-1' },
+      { logger: logs.logger },
+    );
+    apps.push(app);
+    await createUser(app, 'alice');
+    const { cookie, body } = await login(app);
+    const credential = String(body.session_id);
+    const [id] = credential.split('.');
+    await call(app, 'GET', '/auth/me', { cookie });
+    await call(app, 'GET', `/auth/me?session_id=${encodeURIComponent(credential)}`, { cookie });
+    await call(app, 'DELETE', `/auth/sessions/${encodeURIComponent(credential)}`, { cookie });
+    const lines = logs.lines();
+    expect(lines.some((l) => l.url === '/auth/sessions/:session_id')).toBe(true);
+    const text = JSON.stringify(lines);
+    for (const secret of [PASSWORD, credential, id!]) expect(text).not.toContain(secret);
   });
 });
 

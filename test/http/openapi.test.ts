@@ -1,7 +1,8 @@
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { startTestApp } from '../helpers/app.js';
+import { buildOpenApiDocument } from '../../src/http/openapi.js';
+import { buildTestApp, startTestApp } from '../helpers/app.js';
 
 type Operation = {
   operationId: string;
@@ -61,5 +62,25 @@ describe('OpenAPI description at /openapi.json', () => {
     expect(components.schemas.VersionMetadata!.required).toEqual(
       expect.arrayContaining(['version', 'api_version', 'supported_versions', 'deprecated_versions', 'sunset_dates']),
     );
+  });
+
+  it('includes the single sign-on routes when an OIDC provider is configured', async () => {
+    const oidc = buildTestApp({
+      AUTH_PROVIDER: 'oidc',
+      OIDC_ISSUER_URL: 'https://idp.example.com/realms/acme',
+      OIDC_CLIENT_ID: 'agent',
+      OIDC_CLIENT_SECRET: 'secret',
+      OIDC_REDIRECT_URI: 'https://agent.example.com/auth/sso/callback',
+    });
+    try {
+      const document = buildOpenApiDocument([{ groups: oidc.routeGroups('main') }]) as unknown as Document;
+      expect((await new Validator().validate(document as unknown as Record<string, unknown>)).valid).toBe(true);
+      expect(Object.keys(document.paths)).toEqual(
+        expect.arrayContaining(['/auth/sso/login', '/auth/sso/callback', '/auth/sso/logout']),
+      );
+      expect(doc.paths['/auth/sso/login']).toBeUndefined();
+    } finally {
+      await oidc.close();
+    }
   });
 });

@@ -105,7 +105,7 @@ export class AuthService {
     }
     await this.deps.counters.reset(keys[0]!.key);
     const result = await this.startSession(user, client);
-    this.deps.logger.info({ event: 'login', user_id: user.id, session_id: result.session.id }, 'login succeeded');
+    this.deps.logger.info({ event: 'login', user_id: user.id }, 'login succeeded');
     return result;
   }
 
@@ -276,10 +276,7 @@ export class AuthService {
 
   async #reuseDetected(sessionId: string, userId: string): Promise<never> {
     await this.revokeSession(sessionId);
-    this.deps.logger.warn(
-      { event: 'refresh_token_reuse', user_id: userId, session_id: sessionId },
-      'refresh token reuse: session revoked',
-    );
+    this.deps.logger.warn({ event: 'refresh_token_reuse', user_id: userId }, 'refresh token reuse: session revoked');
     throw new UnauthorizedError('Refresh token was already used; the session has been revoked', {
       code: 'AUTH_INVALID_TOKEN',
     });

@@ -164,10 +164,7 @@ export class OidcSso {
       client,
       tokens.id_token ? { [ID_TOKEN_KEY]: tokens.id_token } : {},
     );
-    this.deps.logger.info(
-      { event: 'sso_login', user_id: user.id, session_id: result.session.id },
-      'SSO login succeeded',
-    );
+    this.deps.logger.info({ event: 'sso_login', user_id: user.id }, 'SSO login succeeded');
     return { result, ...(pending.returnTo && { returnTo: pending.returnTo }) };
   }
 
