@@ -8,7 +8,9 @@ import { createRedisEphemeralStore } from './adapters/ephemeral/redis.js';
 import type { SessionStore } from './adapters/session-store/port.js';
 import { createMemorySessionStore } from './adapters/session-store/memory.js';
 import { createRedisSessionStore } from './adapters/session-store/redis.js';
-import { embeddedAuthzHealthCheck, openFgaHealthCheck } from './adapters/authz/health.js';
+import { createEmbeddedAuthz } from './adapters/authz/embedded.js';
+import { createOpenFgaAuthz } from './adapters/authz/openfga.js';
+import type { AuthzService } from './adapters/authz/port.js';
 import { localIdentityHealthCheck, oidcIdentityHealthCheck } from './adapters/identity/health.js';
 import { offlineLlmHealthCheck, openAiLlmHealthCheck } from './adapters/llm/health.js';
 import { connectWithin, createRedisClient } from './adapters/redis/redis.js';
@@ -26,6 +28,8 @@ import { buildOpenApiDocument } from './http/openapi.js';
 import type { RouteGroup } from './http/route.js';
 import { Lifecycle } from './lifecycle.js';
 import { type Logger, createLogger } from './logger.js';
+import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
+import { API_KEY_TOKEN_FAMILY, ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
 import { AuthService } from './modules/auth/auth.service.js';
 import { KeyRing } from './modules/auth/keys.js';
@@ -42,6 +46,13 @@ import { HealthService } from './modules/health/health.service.js';
 import { EventLoopWatchdog } from './modules/health/liveness.js';
 import { StartupTracker } from './modules/health/startup.js';
 import { type Installation, ensureInstallation } from './modules/system/system.service.js';
+import { authorizationModel } from './modules/authz/model.js';
+import { SYSTEM } from './modules/authz/subjects.js';
+import { servicePrincipalRoutes } from './modules/service-principals/service-principals.routes.js';
+import {
+  PRINCIPAL_TOKEN_FAMILY,
+  ServicePrincipalsService,
+} from './modules/service-principals/service-principals.service.js';
 import { UsersService } from './modules/users/users.service.js';
 import { versionRoutes } from './modules/version/version.routes.js';
 
@@ -65,7 +76,10 @@ export interface App {
   readonly lifecycle: Lifecycle;
   readonly metrics: Metrics;
   readonly users: UsersService;
+  readonly authz: AuthzService;
   readonly auth: AuthService;
+  readonly apiKeys: ApiKeysService;
+  readonly principals: ServicePrincipalsService;
   readonly keys: KeyRing;
   readonly stores: { sessions: SessionStore; counters: CounterStore; ephemeral: EphemeralStore };
   /** Known after start(): the installation this database belongs to. */
@@ -111,7 +125,11 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         ephemeral: createMemoryEphemeralStore(clock),
       };
 
-  const users = new UsersService(db.kysely, now);
+  const authz: AuthzService =
+    config.authz.provider === 'openfga'
+      ? createOpenFgaAuthz(config.authz, authorizationModel())
+      : createEmbeddedAuthz(db, authorizationModel(), now);
+  const users = new UsersService(db.kysely, now, authz);
   // Retired keys verify for one access-token lifetime more, plus a minute of clock leeway.
   const keys = new KeyRing(db.kysely, (config.auth.accessTokenTtlSeconds + 60) * 1000, now);
   const tokens = new TokenService(keys, config.publicUrl, config.auth.accessTokenTtlSeconds, now);
@@ -119,9 +137,21 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const sso = config.auth.oidc
     ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger })
     : undefined;
+  const apiKeys = new ApiKeysService({ db, users, tokens, now });
+  auth.registerTokenFamily(API_KEY_TOKEN_FAMILY, (sid, subject) => apiKeys.isLive(sid, subject));
+  const principals = new ServicePrincipalsService({
+    db: db.kysely,
+    authz,
+    users,
+    tokens,
+    throttle: auth.throttle,
+    now,
+  });
+  auth.registerTokenFamily(PRINCIPAL_TOKEN_FAMILY, (sid, subject) => principals.isLive(sid, subject));
   const authenticate = createAuthenticate({
     bearer: (token) => auth.authenticateBearer(token),
     sessionCookie: (credential) => auth.authenticateSession(credential),
+    apiKey: (key) => apiKeys.authenticate(key),
   });
 
   const health = new HealthService(config.healthCacheMs, now);
@@ -129,9 +159,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   health.register(
     redis && config.redis ? redisSessionStoreHealthCheck(redis, config.redis.url) : memorySessionStoreHealthCheck(),
   );
-  health.register(
-    config.authz.provider === 'openfga' ? openFgaHealthCheck(config.authz) : embeddedAuthzHealthCheck(db),
-  );
+  health.register(authz.healthCheck());
   health.register(config.auth.oidc ? oidcIdentityHealthCheck(config.auth.oidc) : localIdentityHealthCheck(db));
   health.register(config.llm.provider === 'openai' ? openAiLlmHealthCheck(config.llm) : offlineLlmHealthCheck());
 
@@ -145,7 +173,15 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
       alwaysOn: [healthRoutes(healthDeps), metricsRoutes(metrics)],
       gated: [
         versionRoutes(),
-        ...authRoutes({ auth, users, keys, publicUrl: config.publicUrl }),
+        ...authRoutes({
+          auth,
+          users,
+          keys,
+          publicUrl: config.publicUrl,
+          describePrincipal: (id) => principals.describe(id),
+        }),
+        apiKeyRoutes(apiKeys),
+        ...servicePrincipalRoutes(principals),
         ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
       ],
     },
@@ -190,6 +226,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     startup.set(STARTUP_STEPS.database!, 'completed');
 
     await keys.start();
+    // Holders of the admin role administer the installation (and may provision through SCIM).
+    await authz.write([{ user: 'role:admin#assignee', relation: 'admin', object: SYSTEM }]);
     const admin = await users.ensureBootstrapAdmin(config.auth.adminUsername, config.auth.adminPassword);
     if (admin.created) logger.info({ username: config.auth.adminUsername }, 'bootstrap administrator created');
     if (admin.generatedPassword) {
@@ -233,7 +271,10 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     lifecycle,
     metrics,
     users,
+    authz,
     auth,
+    apiKeys,
+    principals,
     keys,
     stores,
     get installation() {

@@ -144,8 +144,9 @@ export function mountRoutes(
     }
     const bodyTypes = route.request?.bodyContentTypes ?? ['application/json'];
     handlers.push(async (req, res) => {
-      // req.is() is null when there is no body, false when the body has another media type.
-      if (route.request?.body && req.is(bodyTypes) === false) {
+      // An empty body (Content-Length: 0, as clients send on a bare POST) is no body: it is validated as {}.
+      const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
+      if (route.request?.body && hasBody && req.is(bodyTypes) === false) {
         throw new UnsupportedMediaTypeError(`Request body must be ${bodyTypes.join(' or ')}`, {
           code: 'UNSUPPORTED_MEDIA_TYPE',
         });

@@ -1,4 +1,10 @@
-import { CredentialsMethod, FgaApiAuthenticationError, FgaApiNotFoundError, OpenFgaClient } from '@openfga/sdk';
+import {
+  CredentialsMethod,
+  FgaApiAuthenticationError,
+  FgaApiNotFoundError,
+  FgaApiValidationError,
+  OpenFgaClient,
+} from '@openfga/sdk';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/create-db.js';
 import type { CheckResult, HealthCheck } from '../../modules/health/health.service.js';
@@ -54,7 +60,11 @@ export function openFgaHealthCheck(config: OpenFgaConfig): HealthCheck {
           details: { store_name: store.name, model_id: model.authorization_model.id },
         };
       } catch (error) {
-        if (error instanceof FgaApiNotFoundError) {
+        // OpenFGA answers a missing store with 404, but a missing model with 400 authorization_model_not_found.
+        if (
+          error instanceof FgaApiNotFoundError ||
+          (error instanceof FgaApiValidationError && String(error.apiErrorCode) === 'authorization_model_not_found')
+        ) {
           return { status: 'unhealthy', message: 'store or authorization model not found' };
         }
         if (error instanceof FgaApiAuthenticationError) {

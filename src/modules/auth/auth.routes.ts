@@ -13,6 +13,8 @@ export interface AuthRouteDeps {
   keys: KeyRing;
   /** Whether the service is reached over https (then cookies are Secure). */
   publicUrl: string;
+  /** Facts about a service principal, for `GET /auth/me` called with its token. */
+  describePrincipal?: (id: string) => Promise<{ name: string; created_at: string } | undefined>;
 }
 
 const TAGS = ['Authentication'];
@@ -221,7 +223,22 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         responses: { 200: { description: 'Current user', schema: CurrentUser } },
         handler: async ({ req }) => {
           const caller = callerOf(req);
-          const user = caller.kind === 'user' ? await users.get(caller.id) : undefined;
+          if (caller.kind === 'service') {
+            const principal = await deps.describePrincipal?.(caller.id);
+            if (!principal) throw new UnauthorizedError('No such service principal', { code: 'AUTH_INVALID_TOKEN' });
+            return {
+              id: caller.id,
+              username: caller.username,
+              email: null,
+              email_verified: false,
+              name: principal.name,
+              roles: caller.roles,
+              groups: [],
+              created_at: principal.created_at,
+              last_login: null,
+            };
+          }
+          const user = await users.get(caller.id);
           if (!user) throw new UnauthorizedError('No such user', { code: 'AUTH_INVALID_TOKEN' });
           return {
             id: user.id,

@@ -4,11 +4,12 @@ import type { CounterStore } from '../../adapters/counters/port.js';
 import type { SessionRecord, SessionStore } from '../../adapters/session-store/port.js';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/database.js';
-import { ForbiddenError, NotFoundError, RateLimitError, UnauthorizedError } from '../../errors.js';
+import { ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { User, UsersService } from '../users/users.service.js';
 import { userKey } from '../users/users.store.js';
 import * as store from './auth.store.js';
+import { FailureThrottle } from './throttle.js';
 import type { Caller } from './caller.js';
 import { type AccessClaims, type TokenService, hashSecret, opaqueToken } from './tokens.js';
 
@@ -71,9 +72,21 @@ export interface AuthServiceDeps {
  */
 export class AuthService {
   private readonly now: () => Date;
+  readonly throttle: FailureThrottle;
+  /** Token families that are not login sessions (`apikey:…`, `sp:…`), each with its own liveness check. */
+  readonly #families = new Map<string, (sid: string, subject: string) => Promise<boolean>>();
 
   constructor(private readonly deps: AuthServiceDeps) {
     this.now = deps.now ?? (() => new Date());
+    this.throttle = new FailureThrottle(deps.counters, deps.config.login.failureWindowSeconds * 1000, this.now);
+  }
+
+  /**
+   * Lets another credential kind issue access tokens whose `sid` starts with `prefix:`. Such tokens live as long
+   * as `isLive` says the credential behind them does (an API key not rotated or deleted, say).
+   */
+  registerTokenFamily(prefix: string, isLive: (sid: string, subject: string) => Promise<boolean>): void {
+    this.#families.set(prefix, isLive);
   }
 
   get mode(): 'token' | 'session' {
@@ -84,26 +97,29 @@ export class AuthService {
     return this.deps.config.session.maxConcurrent;
   }
 
-  /** Password login by username or email, throttled per account and per client address. */
-  async login(login: string, password: string, client: ClientInfo): Promise<LoginResult> {
+  /**
+   * Keys that throttle failed attempts on an account from a client: the account's own, and the address's, so
+   * that guessing one password and spraying many accounts are both slowed down.
+   */
+  throttleKeys(account: string, client: ClientInfo) {
     const limits = this.deps.config.login;
-    const windowMs = limits.failureWindowSeconds * 1000;
-    const keys = [
-      { key: `login:user:${userKey(login)}`, max: limits.maxFailures },
+    return [
+      { key: `login:user:${account}`, max: limits.maxFailures },
       ...(client.ip ? [{ key: `login:addr:${client.ip}`, max: limits.maxFailuresPerAddress }] : []),
     ];
-    for (const { key, max } of keys) {
-      const window = await this.deps.counters.peek(key);
-      if (window.count >= max) throw this.#tooManyAttempts(window.resetAt);
-    }
+  }
 
+  /** Password login by username or email, throttled per account and per client address. */
+  async login(login: string, password: string, client: ClientInfo): Promise<LoginResult> {
+    const keys = this.throttleKeys(userKey(login), client);
+    await this.throttle.guard(keys);
     const user = await this.deps.users.authenticate(login, password);
     if (!user) {
-      await Promise.all(keys.map(({ key }) => this.deps.counters.hit(key, windowMs)));
+      await this.throttle.fail(keys);
       this.deps.logger.info({ event: 'login_failed', ip: client.ip }, 'login failed');
       throw new UnauthorizedError(INVALID_CREDENTIALS, { code: 'AUTH_INVALID_CREDENTIALS' });
     }
-    await this.deps.counters.reset(keys[0]!.key);
+    await this.throttle.succeed(keys[0]!);
     const result = await this.startSession(user, client);
     this.deps.logger.info({ event: 'login', user_id: user.id }, 'login succeeded');
     return result;
@@ -200,6 +216,13 @@ export class AuthService {
   /** A valid access token's claims: signature, issuer, audience, expiry, and a session that is still live. */
   async verifyAccessToken(token: string): Promise<AccessClaims> {
     const claims = await this.deps.tokens.verify(token);
+    const family = this.#families.get(claims.sid.slice(0, claims.sid.indexOf(':')));
+    if (family) {
+      if (!(await family(claims.sid, claims.sub))) {
+        throw new UnauthorizedError('Token has been revoked', { code: 'AUTH_INVALID_TOKEN' });
+      }
+      return claims;
+    }
     const session = await this.deps.sessions.get(claims.sid);
     if (!session || session.userId !== claims.sub) {
       throw new UnauthorizedError('Token has been revoked', { code: 'AUTH_INVALID_TOKEN' });
@@ -216,7 +239,7 @@ export class AuthService {
       id: claims.sub,
       username: claims.username,
       roles: claims.roles,
-      sessionId: claims.sid,
+      sessionId: this.#families.has(claims.sid.slice(0, claims.sid.indexOf(':'))) ? undefined : claims.sid,
       via: 'bearer',
       expiresAt: claims.exp,
     };
@@ -279,13 +302,6 @@ export class AuthService {
     this.deps.logger.warn({ event: 'refresh_token_reuse', user_id: userId }, 'refresh token reuse: session revoked');
     throw new UnauthorizedError('Refresh token was already used; the session has been revoked', {
       code: 'AUTH_INVALID_TOKEN',
-    });
-  }
-
-  #tooManyAttempts(resetAt: number): RateLimitError {
-    const retryAfter = Math.max(1, Math.ceil((resetAt - this.now().getTime()) / 1000));
-    return new RateLimitError(`Too many failed login attempts; retry in ${retryAfter} s`, retryAfter, {
-      code: 'AUTH_RATE_LIMIT',
     });
   }
 }

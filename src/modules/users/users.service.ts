@@ -1,9 +1,11 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import { z } from 'zod';
+import type { AuthzService, Tuple } from '../../adapters/authz/port.js';
 import type { Database } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { ConflictError, ValidationError } from '../../errors.js';
+import { groupObject, roleObject, userObject } from '../authz/subjects.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, checkPassword, hashPassword } from './passwords.js';
 import * as store from './users.store.js';
 import type { UserRow } from './users.tables.js';
@@ -78,10 +80,26 @@ function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, what: string): T 
 }
 
 /** Local users and groups: the embedded identity provider. */
+const roleTuple = (userId: string, role: string): Tuple => ({
+  user: userObject(userId),
+  relation: 'assignee',
+  object: roleObject(role),
+});
+const memberTuple = (userId: string, groupId: string): Tuple => ({
+  user: userObject(userId),
+  relation: 'member',
+  object: groupObject(groupId),
+});
+
 export class UsersService {
+  /**
+   * @param authz where role and group membership are written as relationship tuples (`role:admin#assignee`,
+   *   `group:<id>#member`), so that authorization decisions follow them; absent in tools that only manage passwords.
+   */
   constructor(
     private readonly db: Kysely<Database>,
     private readonly now: () => Date = () => new Date(),
+    private readonly authz?: AuthzService,
   ) {}
 
   async create(input: NewUser): Promise<User> {
@@ -113,7 +131,9 @@ export class UsersService {
       }
       throw error;
     }
-    return toUser(row);
+    const created = toUser(row);
+    await this.authz?.write(created.roles.map((role) => roleTuple(created.id, role)));
+    return created;
   }
 
   async get(id: string): Promise<User | undefined> {
@@ -164,7 +184,8 @@ export class UsersService {
   async setGroups(userId: string, names: string[]): Promise<void> {
     const valid = [...new Set(names.filter((n) => groupNameSchema.safeParse(n).success))];
     const at = this.now().toISOString();
-    await this.db.transaction().execute(async (trx) => {
+    const { before, after } = await this.db.transaction().execute(async (trx) => {
+      const previous = await store.groupIdsOf(trx, userId);
       const ids: string[] = [];
       for (const name of valid) {
         await store.insertGroup(trx, { id: randomUUID(), name, at });
@@ -172,12 +193,18 @@ export class UsersService {
         if (group) ids.push(group.id);
       }
       await store.replaceMemberships(trx, userId, [...new Set(ids)], at);
+      return { before: previous, after: [...new Set(ids)] };
     });
+    await this.authz?.delete(before.filter((id) => !after.includes(id)).map((id) => memberTuple(userId, id)));
+    await this.authz?.write(after.filter((id) => !before.includes(id)).map((id) => memberTuple(userId, id)));
   }
 
   async setRoles(userId: string, roles: string[]): Promise<void> {
     const valid = [...new Set(roles.filter((r) => roleSchema.safeParse(r).success))];
+    const before = (await this.get(userId))?.roles ?? [];
     await store.updateUser(this.db, userId, { roles: JSON.stringify(valid), updated_at: this.now().toISOString() });
+    await this.authz?.delete(before.filter((r) => !valid.includes(r)).map((r) => roleTuple(userId, r)));
+    await this.authz?.write(valid.filter((r) => !before.includes(r)).map((r) => roleTuple(userId, r)));
   }
 
   async findByIdentity(issuer: string, subject: string): Promise<User | undefined> {

@@ -56,6 +56,11 @@ export async function groupNamesOf(db: Executor, userId: string): Promise<string
   return rows.map((r) => r.name);
 }
 
+export async function groupIdsOf(db: Executor, userId: string): Promise<string[]> {
+  const rows = await db.selectFrom('group_members').select('group_id').where('user_id', '=', userId).execute();
+  return rows.map((r) => r.group_id);
+}
+
 export function findGroupByName(db: Executor, name: string) {
   return db.selectFrom('groups').selectAll().where('name_key', '=', name.toLowerCase()).executeTakeFirst();
 }

@@ -1,0 +1,163 @@
+import { randomUUID } from 'node:crypto';
+import type { Db } from '../../db/create-db.js';
+import { BadRequestError, NotFoundError, UnauthorizedError } from '../../errors.js';
+import type { Caller } from '../auth/caller.js';
+import { base62 } from '../auth/secrets.js';
+import { type TokenService, hashSecret } from '../auth/tokens.js';
+import type { UsersService } from '../users/users.service.js';
+import * as store from './api-keys.store.js';
+
+export const MAX_KEYS_PER_USER = 5;
+export const DEFAULT_EXPIRES_DAYS = 365;
+export const MAX_EXPIRES_DAYS = 730;
+const KEY_PREFIX = 'ak_live_';
+/** Token families of API keys: `apikey:<key_id>:<generation>`. */
+export const API_KEY_TOKEN_FAMILY = 'apikey';
+/** `last_used` is written at most this often per key, so a busy key does not write on every request. */
+const LAST_USED_EVERY_MS = 60_000;
+
+export interface ApiKeyInfo {
+  key_id: string;
+  name: string;
+  created: string;
+  expires_at: string;
+  last_used: string | null;
+}
+
+type KeyRow = NonNullable<Awaited<ReturnType<typeof store.findKey>>>;
+
+const toInfo = (row: KeyRow): ApiKeyInfo => ({
+  key_id: row.id,
+  name: row.name,
+  created: row.created_at,
+  expires_at: row.expires_at,
+  last_used: row.last_used,
+});
+
+/** Long-lived per-user API keys: shown once, stored as hashes, found by hash through a unique index. */
+export class ApiKeysService {
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: { db: Db; users: UsersService; tokens: TokenService; now?: () => Date }) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async create(
+    userId: string,
+    input: { name: string; expiresDays: number },
+  ): Promise<ApiKeyInfo & { api_key: string }> {
+    const { db } = this.deps;
+    const now = this.now();
+    const key = `${KEY_PREFIX}${base62(48)}`;
+    const row: KeyRow = {
+      id: randomUUID(),
+      user_id: userId,
+      name: input.name,
+      key_hash: hashSecret(key),
+      generation: 1,
+      created_at: now.toISOString(),
+      expires_at: new Date(now.getTime() + input.expiresDays * 86_400_000).toISOString(),
+      last_used: null,
+    };
+    await db.kysely.transaction().execute(async (trx) => {
+      // Concurrent creations for one user must not both slip under the limit: PostgreSQL locks the user's row;
+      // SQLite already runs one write transaction at a time.
+      if (db.dialect === 'postgres')
+        await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
+      if ((await store.countLiveKeys(trx, userId, now.toISOString())) >= MAX_KEYS_PER_USER) {
+        throw new BadRequestError(`API key limit reached: at most ${MAX_KEYS_PER_USER} per user`, {
+          code: 'VALIDATION_ERROR',
+        });
+      }
+      await store.insertKey(trx, row);
+    });
+    return { ...toInfo(row), api_key: key };
+  }
+
+  async list(userId: string, includeExpired: boolean): Promise<ApiKeyInfo[]> {
+    const rows = await store.listKeys(
+      this.deps.db.kysely,
+      userId,
+      includeExpired ? {} : { includeExpiredAfter: this.now().toISOString() },
+    );
+    return rows.map(toInfo);
+  }
+
+  /** A new value under the same key_id; the old value, and tokens exchanged for it, stop working at once. */
+  async rotate(userId: string, keyId: string): Promise<{ key_id: string; new_api_key: string }> {
+    const row = await this.#owned(userId, keyId);
+    const key = `${KEY_PREFIX}${base62(48)}`;
+    await store.updateKey(this.deps.db.kysely, row.id, { key_hash: hashSecret(key), generation: row.generation + 1 });
+    return { key_id: row.id, new_api_key: key };
+  }
+
+  async delete(userId: string, keyId: string): Promise<void> {
+    const row = await this.#owned(userId, keyId);
+    await store.deleteKey(this.deps.db.kysely, row.id);
+  }
+
+  /** The caller an `X-API-Key` stands for: the key's owner, with the owner's permissions. */
+  async authenticate(key: string): Promise<Caller> {
+    const { user } = await this.#resolve(key);
+    return {
+      kind: 'user',
+      id: user.id,
+      username: user.username,
+      roles: user.roles,
+      sessionId: undefined,
+      via: 'api_key',
+    };
+  }
+
+  /** The gateway exchange: a short-lived access token for a valid key. */
+  async exchange(
+    key: string,
+  ): Promise<{ access_token: string; expires_in: number; user_id: string; username: string }> {
+    const { row, user } = await this.#resolve(key);
+    const issued = await this.deps.tokens.issue({
+      sub: user.id,
+      username: user.username,
+      roles: user.roles,
+      kind: 'user',
+      sid: `${API_KEY_TOKEN_FAMILY}:${row.id}:${row.generation}`,
+    });
+    return { access_token: issued.token, expires_in: issued.expiresIn, user_id: user.id, username: user.username };
+  }
+
+  /** Whether a token exchanged for a key is still good: the key exists, is unexpired and was not rotated since. */
+  async isLive(sid: string, subject: string): Promise<boolean> {
+    const [, keyId, generation] = sid.split(':');
+    if (!keyId || !generation) return false;
+    const row = await store.findKey(this.deps.db.kysely, keyId);
+    return (
+      row !== undefined &&
+      row.user_id === subject &&
+      row.generation === Number(generation) &&
+      Date.parse(row.expires_at) > this.now().getTime()
+    );
+  }
+
+  async #resolve(key: string) {
+    if (!key.startsWith(KEY_PREFIX) || key.length > 200)
+      throw new UnauthorizedError('Invalid API key', { code: 'AUTH_INVALID_TOKEN' });
+    const row = await store.findKeyByHash(this.deps.db.kysely, hashSecret(key));
+    if (!row) throw new UnauthorizedError('Invalid API key', { code: 'AUTH_INVALID_TOKEN' });
+    const now = this.now();
+    if (Date.parse(row.expires_at) <= now.getTime()) {
+      throw new UnauthorizedError('API key has expired', { code: 'AUTH_INVALID_TOKEN', expiredAt: row.expires_at });
+    }
+    const user = await this.deps.users.get(row.user_id);
+    if (!user?.active) throw new UnauthorizedError('Invalid API key', { code: 'AUTH_INVALID_TOKEN' });
+    if (row.last_used === null || now.getTime() - Date.parse(row.last_used) >= LAST_USED_EVERY_MS) {
+      await store.updateKey(this.deps.db.kysely, row.id, { last_used: now.toISOString() });
+    }
+    return { row, user };
+  }
+
+  /** Another user's key is reported as missing: its existence is not theirs to learn. */
+  async #owned(userId: string, keyId: string): Promise<KeyRow> {
+    const row = await store.findKey(this.deps.db.kysely, keyId);
+    if (!row || row.user_id !== userId) throw new NotFoundError('API key not found', { code: 'NOT_FOUND' });
+    return row;
+  }
+}

@@ -1,0 +1,313 @@
+import { timingSafeEqual } from 'node:crypto';
+import type { Kysely, Selectable } from 'kysely';
+import type { AuthzService, Tuple } from '../../adapters/authz/port.js';
+import type { Database } from '../../db/database.js';
+import { isUniqueViolation } from '../../db/errors.js';
+import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
+import type { Caller } from '../auth/caller.js';
+import { base62 } from '../auth/secrets.js';
+import type { FailureThrottle } from '../auth/throttle.js';
+import { type TokenService, hashSecret } from '../auth/tokens.js';
+import { principalObject, userObject } from '../authz/subjects.js';
+import type { UsersService } from '../users/users.service.js';
+import type { AuthenticationMode, ServicePrincipalsTable } from './service-principals.tables.js';
+
+type Row = Selectable<ServicePrincipalsTable>;
+
+const SECRET_PREFIX = 'sp_secret_';
+/** Token families of service principals: `sp:<service_id>:<secret generation>`. */
+export const PRINCIPAL_TOKEN_FAMILY = 'sp';
+export const MODES: readonly AuthenticationMode[] = ['client_credentials', 'service_account_user'];
+
+/** The form the spec gives user references in: `user:<username>`. */
+export interface ServicePrincipal {
+  service_id: string;
+  name: string;
+  description: string;
+  authentication_mode: AuthenticationMode;
+  associated_user_id?: string;
+  owner_user_id: string;
+  inherit_permissions: boolean;
+  enabled: boolean;
+  created_at: string;
+}
+
+/** `My Billing Bot!` → `my-billing-bot`. */
+export function slugify(name: string): string {
+  return name
+    .normalize('NFKD')
+    .replace(/[\u0300-\u036f]/g, '')
+    .toLowerCase()
+    .replace(/[^a-z0-9]+/g, '-')
+    .replace(/^-+|-+$/g, '')
+    .slice(0, 64)
+    .replace(/-+$/, '');
+}
+
+/** Accepts the spec's alias `service_account`; anything else that is not a mode is a 400. */
+export function parseMode(mode: string): AuthenticationMode {
+  const normalised = mode === 'service_account' ? 'service_account_user' : mode;
+  if (!(MODES as string[]).includes(normalised)) {
+    throw new BadRequestError(`authentication_mode must be one of ${MODES.join(', ')} (or service_account)`, {
+      code: 'VALIDATION_ERROR',
+    });
+  }
+  return normalised as AuthenticationMode;
+}
+
+function sameSecret(storedHash: string | null, secret: string): boolean {
+  if (!storedHash) return false;
+  const a = Buffer.from(storedHash, 'hex');
+  const b = Buffer.from(hashSecret(secret), 'hex');
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export interface PrincipalsDeps {
+  db: Kysely<Database>;
+  authz: AuthzService;
+  users: UsersService;
+  tokens: TokenService;
+  throttle: FailureThrottle;
+  now?: () => Date;
+}
+
+/**
+ * Non-human identities. The creator owns a principal (an `owner` tuple), and only owners read, rotate, associate
+ * or delete it. A principal in service_account_user mode with inherit_permissions `acts_as` its associated user.
+ */
+export class ServicePrincipalsService {
+  private readonly now: () => Date;
+
+  constructor(private readonly deps: PrincipalsDeps) {
+    this.now = deps.now ?? (() => new Date());
+  }
+
+  async create(
+    owner: Caller,
+    input: { name: string; description: string; mode: string; associatedUser?: string; inheritPermissions: boolean },
+  ): Promise<{ principal: ServicePrincipal; secret: string }> {
+    const mode = parseMode(input.mode);
+    const id = slugify(input.name);
+    if (!id) throw new BadRequestError('name must contain letters or digits', { code: 'VALIDATION_ERROR' });
+    const associated = await this.#resolveUser(input.associatedUser);
+    if (mode === 'service_account_user' && !associated) {
+      throw new BadRequestError('associated_user_id is required for service_account_user mode', {
+        code: 'VALIDATION_ERROR',
+      });
+    }
+    const secret = `${SECRET_PREFIX}${base62(48)}`;
+    const at = this.now().toISOString();
+    const row: Row = {
+      id,
+      name: input.name,
+      description: input.description,
+      authentication_mode: mode,
+      owner_user_id: owner.id,
+      associated_user_id: associated?.id ?? null,
+      inherit_permissions: input.inheritPermissions ? 1 : 0,
+      enabled: 1,
+      secret_hash: hashSecret(secret),
+      secret_generation: 1,
+      previous_secret_hash: null,
+      previous_secret_expires_at: null,
+      created_at: at,
+      updated_at: at,
+    };
+    try {
+      await this.deps.db.insertInto('service_principals').values(row).execute();
+    } catch (error) {
+      if (isUniqueViolation(error))
+        throw new ConflictError(`A service principal ${id} already exists`, { code: 'CONFLICT' });
+      throw error;
+    }
+    await this.deps.authz.write([
+      { user: userObject(owner.id), relation: 'owner', object: principalObject(id) },
+      ...this.#actsAs(row),
+    ]);
+    return { principal: await this.#present(row), secret };
+  }
+
+  async list(
+    owner: Caller,
+    filter: { mode?: string; offset: number; limit: number },
+  ): Promise<{ items: ServicePrincipal[]; total: number }> {
+    const owned = (await this.deps.authz.listObjects(userObject(owner.id), 'owner', 'service_principal')).map((o) =>
+      o.slice(o.indexOf(':') + 1),
+    );
+    if (owned.length === 0) return { items: [], total: 0 };
+    let query = this.deps.db.selectFrom('service_principals').selectAll().where('id', 'in', owned);
+    if (filter.mode) query = query.where('authentication_mode', '=', parseMode(filter.mode));
+    const rows = await query.orderBy('created_at').orderBy('id').execute();
+    const page = rows.slice(filter.offset, filter.offset + filter.limit);
+    return { items: await Promise.all(page.map((row) => this.#present(row))), total: rows.length };
+  }
+
+  async get(owner: Caller, id: string): Promise<ServicePrincipal> {
+    return this.#present(await this.#owned(owner, id));
+  }
+
+  /**
+   * A new secret. The old one stops working at once, or, with a grace period, when the period ends; tokens issued
+   * with it follow it.
+   */
+  async rotateSecret(owner: Caller, id: string, graceHours: number): Promise<string> {
+    const row = await this.#owned(owner, id);
+    const secret = `${SECRET_PREFIX}${base62(48)}`;
+    const now = this.now();
+    await this.deps.db
+      .updateTable('service_principals')
+      .set({
+        secret_hash: hashSecret(secret),
+        secret_generation: row.secret_generation + 1,
+        previous_secret_hash: graceHours > 0 ? row.secret_hash : null,
+        previous_secret_expires_at:
+          graceHours > 0 ? new Date(now.getTime() + graceHours * 3_600_000).toISOString() : null,
+        updated_at: now.toISOString(),
+      })
+      .where('id', '=', row.id)
+      .execute();
+    return secret;
+  }
+
+  async associateUser(
+    owner: Caller,
+    id: string,
+    userRef: string,
+    inheritPermissions: boolean,
+  ): Promise<ServicePrincipal> {
+    const row = await this.#owned(owner, id);
+    const user = await this.#resolveUser(userRef);
+    if (!user) throw new BadRequestError('user_id is required', { code: 'VALIDATION_ERROR' });
+    const updated: Row = {
+      ...row,
+      associated_user_id: user.id,
+      inherit_permissions: inheritPermissions ? 1 : 0,
+      updated_at: this.now().toISOString(),
+    };
+    await this.deps.db
+      .updateTable('service_principals')
+      .set({
+        associated_user_id: updated.associated_user_id,
+        inherit_permissions: updated.inherit_permissions,
+        updated_at: updated.updated_at,
+      })
+      .where('id', '=', row.id)
+      .execute();
+    const stale = await this.deps.authz.read({ object: principalObject(row.id), relation: 'acts_as' });
+    await this.deps.authz.delete(stale);
+    await this.deps.authz.write(this.#actsAs(updated));
+    return this.#present(updated);
+  }
+
+  /** Irreversible: the principal, its tuples and every token it holds are gone. */
+  async delete(owner: Caller, id: string): Promise<void> {
+    const row = await this.#owned(owner, id);
+    await this.deps.db.deleteFrom('service_principals').where('id', '=', row.id).execute();
+    await this.deps.authz.removeAllFor(principalObject(row.id));
+  }
+
+  /** The client-credentials grant: an access token for a principal that presents its secret. */
+  async issueToken(
+    clientId: string,
+    clientSecret: string,
+    client: { ip: string | null },
+  ): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number }> {
+    const keys = [
+      { key: `client:${clientId.slice(0, 128)}`, max: 10 },
+      ...(client.ip ? [{ key: `client-addr:${client.ip}`, max: 50 }] : []),
+    ];
+    await this.deps.throttle.guard(keys);
+    const row = clientId.length <= 128 ? await this.#find(clientId) : undefined;
+    const generation = row && this.#generationOf(row, clientSecret);
+    if (!row || generation === undefined || row.enabled !== 1) {
+      await this.deps.throttle.fail(keys);
+      throw new UnauthorizedError('Invalid client credentials', { code: 'AUTH_INVALID_CREDENTIALS' });
+    }
+    await this.deps.throttle.succeed(keys[0]!);
+    const issued = await this.deps.tokens.issue({
+      sub: row.id,
+      username: row.id,
+      roles: ['service'],
+      kind: 'service',
+      sid: `${PRINCIPAL_TOKEN_FAMILY}:${row.id}:${generation}`,
+    });
+    return { access_token: issued.token, token_type: 'Bearer', expires_in: issued.expiresIn };
+  }
+
+  /** Whether a principal's token is still good: the principal exists, is enabled, and its secret still works. */
+  async isLive(sid: string, subject: string): Promise<boolean> {
+    const [, id, generation] = sid.split(':');
+    if (!id || id !== subject) return false;
+    const row = await this.#find(id);
+    if (!row || row.enabled !== 1) return false;
+    const gen = Number(generation);
+    if (gen === row.secret_generation) return true;
+    return gen === row.secret_generation - 1 && this.#graceOpen(row);
+  }
+
+  /** Facts about a principal for its own callers (GET /auth/me). */
+  async describe(id: string): Promise<{ name: string; created_at: string } | undefined> {
+    const row = await this.#find(id);
+    return row && { name: row.name, created_at: row.created_at };
+  }
+
+  /** Which secret generation a presented secret belongs to, if it works now. */
+  #generationOf(row: Row, secret: string): number | undefined {
+    if (sameSecret(row.secret_hash, secret)) return row.secret_generation;
+    if (this.#graceOpen(row) && sameSecret(row.previous_secret_hash, secret)) return row.secret_generation - 1;
+    return undefined;
+  }
+
+  #graceOpen(row: Row): boolean {
+    return row.previous_secret_expires_at !== null && Date.parse(row.previous_secret_expires_at) > this.now().getTime();
+  }
+
+  #actsAs(row: Row): Tuple[] {
+    const acts =
+      row.authentication_mode === 'service_account_user' && row.inherit_permissions === 1 && row.associated_user_id;
+    return acts
+      ? [{ user: userObject(row.associated_user_id!), relation: 'acts_as', object: principalObject(row.id) }]
+      : [];
+  }
+
+  #find(id: string): Promise<Row | undefined> {
+    return this.deps.db.selectFrom('service_principals').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  /** 404 when there is no such principal; 403 when the caller does not own it. */
+  async #owned(owner: Caller, id: string): Promise<Row> {
+    const row = await this.#find(id);
+    if (!row) throw new NotFoundError(`Service principal ${id} not found`, { code: 'NOT_FOUND' });
+    if (!(await this.deps.authz.check(userObject(owner.id), 'owner', principalObject(id)))) {
+      throw new ForbiddenError('Only the owner may manage this service principal', { code: 'AUTH_ACCESS_DENIED' });
+    }
+    return row;
+  }
+
+  /** `user:<username>` (the spec's form) or a bare username → the user; 400 when there is none. */
+  async #resolveUser(ref: string | undefined) {
+    if (ref === undefined || ref === '') return undefined;
+    const username = ref.startsWith('user:') ? ref.slice('user:'.length) : ref;
+    const user = await this.deps.users.getByUsername(username);
+    if (!user) throw new BadRequestError(`No user ${ref}`, { code: 'VALIDATION_ERROR' });
+    return user;
+  }
+
+  async #present(row: Row): Promise<ServicePrincipal> {
+    const [owner, associated] = await Promise.all([
+      this.deps.users.get(row.owner_user_id),
+      row.associated_user_id ? this.deps.users.get(row.associated_user_id) : Promise.resolve(undefined),
+    ]);
+    return {
+      service_id: row.id,
+      name: row.name,
+      description: row.description,
+      authentication_mode: row.authentication_mode,
+      ...(associated && { associated_user_id: `user:${associated.username}` }),
+      owner_user_id: `user:${owner?.username ?? row.owner_user_id}`,
+      inherit_permissions: row.inherit_permissions === 1,
+      enabled: row.enabled === 1,
+      created_at: row.created_at,
+    };
+  }
+}
