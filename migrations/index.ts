@@ -2,6 +2,7 @@ import type { Migration } from 'kysely';
 import * as m0001 from './0001_system_settings.js';
 import * as m0002 from './0002_identity.js';
 import * as m0003 from './0003_authz_and_credentials.js';
+import * as m0004 from './0004_conversations.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -12,4 +13,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0001_system_settings': m0001,
   '0002_identity': m0002,
   '0003_authz_and_credentials': m0003,
+  '0004_conversations': m0004,
 };

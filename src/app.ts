@@ -12,7 +12,11 @@ import { createEmbeddedAuthz } from './adapters/authz/embedded.js';
 import { createOpenFgaAuthz } from './adapters/authz/openfga.js';
 import type { AuthzService } from './adapters/authz/port.js';
 import { localIdentityHealthCheck, oidcIdentityHealthCheck } from './adapters/identity/health.js';
-import { offlineLlmHealthCheck, openAiLlmHealthCheck } from './adapters/llm/health.js';
+import { createOfflineLlm } from './adapters/llm/offline.js';
+import { createOpenAiLlm } from './adapters/llm/openai.js';
+import type { LlmProvider } from './adapters/llm/port.js';
+import { createEmbeddedSearch } from './adapters/search/embedded.js';
+import { createSearxngSearch } from './adapters/search/searxng.js';
 import { connectWithin, createRedisClient } from './adapters/redis/redis.js';
 import { memorySessionStoreHealthCheck, redisSessionStoreHealthCheck } from './adapters/session-store/health.js';
 import type { Config } from './config.js';
@@ -28,6 +32,17 @@ import { buildOpenApiDocument } from './http/openapi.js';
 import type { RouteGroup } from './http/route.js';
 import { Lifecycle } from './lifecycle.js';
 import { type Logger, createLogger } from './logger.js';
+import { McpCore } from './mcp/core.js';
+import { createMcpMetrics } from './mcp/metrics.js';
+import { McpPolicy, toolObject } from './mcp/policy.js';
+import { ToolExecutor } from './mcp/tools.js';
+import type { Agent } from './modules/agent/agent.port.js';
+import { ConversationsService } from './modules/conversations/conversations.service.js';
+import { getSetting, putSetting } from './modules/system/system.store.js';
+import { TOOLS } from '../tools/index.js';
+import { restRoutes } from '../transports/rest.js';
+import { createAgent } from '../workflows/agent.js';
+import { type Checkpointer, createCheckpointer } from '../workflows/checkpointer.js';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
 import { API_KEY_TOKEN_FAMILY, ApiKeysService } from './modules/api-keys/api-keys.service.js';
 import { authRoutes } from './modules/auth/auth.routes.js';
@@ -80,6 +95,11 @@ export interface App {
   readonly auth: AuthService;
   readonly apiKeys: ApiKeysService;
   readonly principals: ServicePrincipalsService;
+  readonly llm: LlmProvider;
+  readonly conversations: ConversationsService;
+  readonly mcp: McpCore;
+  /** Available once started. */
+  readonly agent: Agent;
   readonly keys: KeyRing;
   readonly stores: { sessions: SessionStore; counters: CounterStore; ephemeral: EphemeralStore };
   /** Known after start(): the installation this database belongs to. */
@@ -161,7 +181,42 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   );
   health.register(authz.healthCheck());
   health.register(config.auth.oidc ? oidcIdentityHealthCheck(config.auth.oidc) : localIdentityHealthCheck(db));
-  health.register(config.llm.provider === 'openai' ? openAiLlmHealthCheck(config.llm) : offlineLlmHealthCheck());
+  const llm: LlmProvider =
+    config.llm.provider === 'openai'
+      ? createOpenAiLlm({
+          baseUrl: config.llm.baseUrl,
+          model: config.llm.model,
+          ...(config.llm.apiKey && { apiKey: config.llm.apiKey }),
+        })
+      : createOfflineLlm();
+  health.register(llm.healthCheck());
+
+  const conversations = new ConversationsService(db.kysely, authz, now);
+  const search = config.searchUrl ? createSearxngSearch(config.searchUrl) : createEmbeddedSearch(conversations);
+  const mcpMetrics = createMcpMetrics(metrics.registry);
+  const policy = new McpPolicy({ authz, counters: stores.counters, limits: config.mcp, now });
+  // The agent needs the checkpointer, which start-up creates; tools reach it through this late binding.
+  let agent: Agent | undefined;
+  let checkpointer: Checkpointer | undefined;
+  const agentRef = (): Agent => {
+    if (!agent) throw new Error('the agent is not started');
+    return agent;
+  };
+  const executor = new ToolExecutor(
+    { services: { logger, authz, conversations, search, agent: agentRef }, policy, metrics: mcpMetrics },
+    TOOLS,
+  );
+  const mcp = new McpCore({
+    server: {
+      executor,
+      policy,
+      conversations,
+      describe: () => ({ llm_provider: llm.provider, model: llm.model, search_provider: search.provider }),
+    },
+    policy,
+    metrics: mcpMetrics,
+    logger,
+  });
 
   const startup = new StartupTracker(Object.values(STARTUP_STEPS));
   const watchdog = new EventLoopWatchdog();
@@ -182,6 +237,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         }),
         apiKeyRoutes(apiKeys),
         ...servicePrincipalRoutes(principals),
+        ...restRoutes({ core: mcp, agent: agentRef, lifecycle }),
         ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
       ],
     },
@@ -228,6 +284,14 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     await keys.start();
     // Holders of the admin role administer the installation (and may provision through SCIM).
     await authz.write([{ user: 'role:admin#assignee', relation: 'admin', object: SYSTEM }]);
+    // Every user may use each tool until an operator decides otherwise: granted once, so a revocation sticks.
+    for (const tool of TOOLS) {
+      if (await getSetting(db.kysely, `granted_tool:${tool.name}`)) continue;
+      await authz.write([{ user: 'user:*', relation: 'executor', object: toolObject(tool.name) }]);
+      await putSetting(db.kysely, `granted_tool:${tool.name}`, 'user:*', now());
+    }
+    checkpointer = await createCheckpointer(db);
+    agent = createAgent({ llm, conversations, tools: executor, checkpointer, logger });
     const admin = await users.ensureBootstrapAdmin(config.auth.adminUsername, config.auth.adminPassword);
     if (admin.created) logger.info({ username: config.auth.adminUsername }, 'bootstrap administrator created');
     if (admin.generatedPassword) {
@@ -275,6 +339,12 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     auth,
     apiKeys,
     principals,
+    llm,
+    conversations,
+    mcp,
+    get agent() {
+      return agentRef();
+    },
     keys,
     stores,
     get installation() {
@@ -303,6 +373,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         await starting?.catch(() => undefined);
         watchdog.stop();
         keys.stop();
+        await mcp.close();
         if (redis) await redis.quit().catch(() => redis.disconnect());
         await db.destroy();
         lifecycle.markStopped();

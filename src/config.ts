@@ -68,6 +68,14 @@ const envSchema = z.object({
   LOGIN_MAX_FAILURES: positiveInt(5),
   LOGIN_FAILURE_WINDOW_SECONDS: positiveInt(900),
   LOGIN_MAX_FAILURES_PER_ADDRESS: positiveInt(50),
+  MCP_REQUESTS_PER_MINUTE: positiveInt(100),
+  MCP_TOOL_CALLS_PER_MINUTE: positiveInt(30),
+  MCP_MAX_CONCURRENT_STREAMS: positiveInt(10),
+  MCP_SESSION_IDLE_SECONDS: positiveInt(1_800),
+  MCP_MAX_SESSIONS: positiveInt(10_000),
+  STDIO_USER: z.string().min(1).max(254).optional(),
+  STDIO_API_KEY: z.string().min(1).max(256).optional(),
+  SEARCH_URL: optionalUrl,
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   BODY_LIMIT_BYTES: positiveInt(1_048_576),
   SHUTDOWN_TIMEOUT_MS: positiveInt(5_000),
@@ -132,6 +140,17 @@ export interface Config {
     | { provider: 'embedded' }
     | { provider: 'openfga'; apiUrl: string; storeId: string; modelId?: string; apiToken?: string };
   llm: { provider: 'offline' } | { provider: 'openai'; baseUrl: string; apiKey?: string; model: string };
+  mcp: {
+    requestsPerMinute: number;
+    toolCallsPerMinute: number;
+    maxConcurrentStreams: number;
+    sessionIdleSeconds: number;
+    maxSessions: number;
+    /** Who `agent-service stdio` acts as: a username, or an API key; by default the bootstrap administrator. */
+    stdio: { username?: string; apiKey?: string };
+  };
+  /** A SearXNG instance for `search_web`; without it the service searches its own conversations. */
+  searchUrl: string | undefined;
   logLevel: (typeof LOG_LEVELS)[number];
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
@@ -260,6 +279,18 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
             ...(env.LLM_API_KEY && { apiKey: env.LLM_API_KEY }),
           }
         : { provider: 'offline' },
+    mcp: {
+      requestsPerMinute: env.MCP_REQUESTS_PER_MINUTE,
+      toolCallsPerMinute: env.MCP_TOOL_CALLS_PER_MINUTE,
+      maxConcurrentStreams: env.MCP_MAX_CONCURRENT_STREAMS,
+      sessionIdleSeconds: env.MCP_SESSION_IDLE_SECONDS,
+      maxSessions: env.MCP_MAX_SESSIONS,
+      stdio: {
+        ...(env.STDIO_USER && { username: env.STDIO_USER }),
+        ...(env.STDIO_API_KEY && { apiKey: env.STDIO_API_KEY }),
+      },
+    },
+    searchUrl: env.SEARCH_URL,
     logLevel: env.LOG_LEVEL,
     bodyLimitBytes: env.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,

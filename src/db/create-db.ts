@@ -11,6 +11,8 @@ import type { Database } from './database.js';
 export interface Db {
   readonly kysely: Kysely<Database>;
   readonly dialect: DatabaseTarget['dialect'];
+  /** The driver's own handle, for libraries that need it (LangGraph's checkpoint savers). */
+  readonly raw: { dialect: 'sqlite'; database: SQLite.Database } | { dialect: 'postgres'; pool: pg.Pool };
   /** Where the data lives, without credentials: a file path, or host and database name. */
   describe(): { host: string; database: string };
   /** Connections currently checked out (PostgreSQL pool) or open (SQLite: always one). */
@@ -98,6 +100,7 @@ function openSqlite(filename: string): Db {
   return {
     kysely,
     dialect: 'sqlite',
+    raw: { dialect: 'sqlite', database: sqlite },
     describe: () => ({ host: 'localhost', database: filename }),
     activeConnections: () => (sqlite.open ? 1 : 0),
     ping: async () => {
@@ -118,6 +121,7 @@ function openPostgres(connectionString: string): Db {
   return {
     kysely,
     dialect: 'postgres',
+    raw: { dialect: 'postgres', pool },
     describe: () => ({ host: url.host || 'localhost', database: decodeURIComponent(url.pathname.slice(1)) }),
     activeConnections: () => pool.totalCount - pool.idleCount,
     ping: async () => {

@@ -1,6 +1,7 @@
 import type { ApiKeysTable } from '../modules/api-keys/api-keys.tables.js';
 import type { RefreshTokensTable, SigningKeysTable } from '../modules/auth/auth.tables.js';
 import type { RelationTuplesTable } from '../modules/authz/authz.tables.js';
+import type { ConversationsTable, MessagesTable } from '../modules/conversations/conversations.tables.js';
 import type { ServicePrincipalsTable } from '../modules/service-principals/service-principals.tables.js';
 import type { SystemSettingsTable } from '../modules/system/system.tables.js';
 import type { GroupMembersTable, GroupsTable, UserIdentitiesTable, UsersTable } from '../modules/users/users.tables.js';
@@ -17,4 +18,6 @@ export interface Database {
   relation_tuples: RelationTuplesTable;
   api_keys: ApiKeysTable;
   service_principals: ServicePrincipalsTable;
+  conversations: ConversationsTable;
+  messages: MessagesTable;
 }

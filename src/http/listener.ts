@@ -67,9 +67,12 @@ export function createListenerApp(options: ListenerAppOptions): express.Express 
   const gate = startupGate(lifecycle);
   const mount = (group: RouteGroup, gated: boolean) => {
     const router = express.Router({ mergeParams: true });
-    mountRoutes(router, group.routes, options.authenticate ? { authenticate: options.authenticate } : {});
-    if (gated) app.use(group.prefix || '/', gate, router);
-    else app.use(group.prefix || '/', router);
+    // The gate sits on each route, not on the mount: a group at the root must not gate every other path.
+    mountRoutes(router, group.routes, {
+      ...(options.authenticate && { authenticate: options.authenticate }),
+      ...(gated && { gate }),
+    });
+    app.use(group.prefix || '/', router);
     if (group.prefix) areas.add(group.prefix, group.area);
   };
   for (const group of options.alwaysOn ?? []) mount(group, false);

@@ -125,7 +125,7 @@ function send(res: Response, status: number, result: unknown): void {
 export function mountRoutes(
   router: Router,
   routes: RouteDefinition[],
-  middleware: { authenticate?: RequestHandler } = {},
+  middleware: { authenticate?: RequestHandler; gate?: RequestHandler } = {},
 ): void {
   for (const route of routes) {
     const status = firstSuccessStatus(route);
@@ -136,6 +136,7 @@ export function mountRoutes(
         next();
       },
     ];
+    if (middleware.gate) handlers.push(middleware.gate);
     if (route.access === 'authenticated') {
       if (!middleware.authenticate) {
         throw new Error(`Route ${route.operationId} needs authentication, but no authenticate middleware was given`);

@@ -1,0 +1,325 @@
+import OpenAI from 'openai';
+import type {
+  ChatCompletionChunk,
+  ChatCompletionCreateParamsStreaming,
+  ChatCompletionMessageParam,
+  ChatCompletionTool,
+} from 'openai/resources/chat/completions';
+import { InternalError, RateLimitError, ServiceUnavailableError } from '../../errors.js';
+import { openAiLlmHealthCheck } from './health.js';
+import type {
+  ChatMessage,
+  Completion,
+  CompletionRequest,
+  FinishReason,
+  LlmEvent,
+  LlmProvider,
+  ToolCall,
+  ToolSpec,
+  Usage,
+} from './port.js';
+
+/** How to reach an OpenAI-compatible chat-completions endpoint. */
+export interface OpenAiLlmConfig {
+  /** The API root, `/v1` included: `https://api.openai.com/v1`, `http://localhost:11434/v1`… */
+  baseUrl: string;
+  /** Sent as a bearer token. A local server without authentication may leave it unset. */
+  apiKey?: string;
+  model: string;
+  /** How long to wait for the answer to start, and then for each next streamed chunk. Default 60 s. */
+  timeoutMs?: number;
+  /** Retries, with exponential backoff, of connection failures, timeouts, 408, 409, 429 and 5xx. Default 2. */
+  maxRetries?: number;
+}
+
+const DEFAULT_TIMEOUT_MS = 60_000;
+const DEFAULT_MAX_RETRIES = 2;
+/** What we tell clients to wait when a rate-limited provider does not say. */
+const DEFAULT_RETRY_AFTER_SECONDS = 30;
+
+/**
+ * A chat model behind any OpenAI-compatible endpoint, through the official `openai` client. Every request
+ * streams (`stream_options.include_usage`, so the last chunk carries usage; a server that ignores the option
+ * yields usage of zeros). Tools are offered in the function format with `tool_choice: 'auto'`; streamed
+ * tool-call fragments are assembled by index and emitted once the stream ends.
+ *
+ * Arguments that are not a JSON object become `{}` instead of failing the turn: the tool then reports its
+ * missing arguments back to the model, which can try again, where an error would end the whole conversation
+ * turn. `maxTokens` is sent as `max_completion_tokens` (OpenAI's reasoning models reject `max_tokens`); a
+ * `content_filter` stop is reported as `stop`, and a refusal is streamed as text.
+ *
+ * Failures become service errors whose messages are safe to show (never the key, the provider's message or
+ * the endpoint): a rejected key → ServiceUnavailableError; a rate limit that outlived the retries →
+ * RateLimitError with the provider's `retry-after` (else 30 s); a timeout or an unreachable endpoint →
+ * ServiceUnavailableError; a request the provider refuses (4xx) → InternalError; the caller's abort → the
+ * AbortError itself.
+ */
+export function createOpenAiLlm(config: OpenAiLlmConfig): LlmProvider {
+  const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const client = new OpenAI({
+    // The client insists on a key; keyless local servers ignore the header (health.ts does the same).
+    apiKey: config.apiKey ?? 'unset',
+    baseURL: config.baseUrl,
+    // Per attempt, until the response starts; the stream itself is watched in streamOpenAi.
+    timeout: timeoutMs,
+    maxRetries: config.maxRetries ?? DEFAULT_MAX_RETRIES,
+  });
+  const stream = (request: CompletionRequest) => streamOpenAi(client, config.model, timeoutMs, request);
+  return {
+    provider: 'openai',
+    model: config.model,
+    stream,
+    complete: (request) => collect(stream(request)),
+    healthCheck: () =>
+      openAiLlmHealthCheck({ provider: 'openai', baseUrl: config.baseUrl, apiKey: config.apiKey, model: config.model }),
+  };
+}
+
+interface CallFragments {
+  id: string;
+  name: string;
+  args: string;
+}
+
+async function* streamOpenAi(
+  client: OpenAI,
+  model: string,
+  timeoutMs: number,
+  request: CompletionRequest,
+): AsyncGenerator<LlmEvent> {
+  const { signal } = request;
+  throwIfAborted(signal);
+  // Our own controller stops the request both when the caller aborts and when the stream goes quiet.
+  const controller = new AbortController();
+  const onAbort = () => controller.abort();
+  signal?.addEventListener('abort', onAbort, { once: true });
+  let stalled = false;
+  let watchdog: NodeJS.Timeout | undefined;
+  const calls = new Map<number, CallFragments>();
+  let usage: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  let reason: ChatCompletionChunk.Choice['finish_reason'] = null;
+
+  try {
+    let chunks: AsyncIterator<ChatCompletionChunk>;
+    try {
+      const response = await client.chat.completions.create(toRequestBody(model, request), {
+        signal: controller.signal,
+      });
+      chunks = response[Symbol.asyncIterator]();
+    } catch (error) {
+      throw toServiceError(error, signal, timeoutMs);
+    }
+
+    for (;;) {
+      let next: IteratorResult<ChatCompletionChunk>;
+      // Timed only while we wait on the provider, not while our consumer is busy with the last delta.
+      watchdog = setTimeout(() => {
+        stalled = true;
+        controller.abort();
+      }, timeoutMs);
+      try {
+        next = await chunks.next();
+      } catch (error) {
+        throw toServiceError(error, signal, timeoutMs);
+      } finally {
+        clearTimeout(watchdog);
+      }
+      // The client ends an aborted stream quietly, as if it had finished; say why it ended.
+      throwIfAborted(signal);
+      if (stalled) {
+        throw new ServiceUnavailableError(`LLM provider stopped streaming for ${timeoutMs} ms`, {
+          code: 'SERVICE_UNAVAILABLE',
+        });
+      }
+      if (next.done) break;
+
+      const chunk = next.value;
+      if (chunk.usage) {
+        const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = chunk.usage;
+        usage = { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+      }
+      const choice = chunk.choices[0];
+      if (!choice) continue;
+      reason = choice.finish_reason ?? reason;
+      for (const fragment of choice.delta.tool_calls ?? []) {
+        const call = calls.get(fragment.index) ?? { id: '', name: '', args: '' };
+        calls.set(fragment.index, call);
+        if (fragment.id) call.id = fragment.id;
+        if (fragment.function?.name) call.name = fragment.function.name;
+        call.args += fragment.function?.arguments ?? '';
+      }
+      for (const text of [choice.delta.content, choice.delta.refusal]) {
+        if (!text) continue;
+        yield { type: 'delta', text };
+        throwIfAborted(signal);
+      }
+    }
+
+    const toolCalls: ToolCall[] = [...calls.entries()]
+      .sort(([a], [b]) => a - b)
+      .map(([index, call]) => ({
+        // Some compatible servers omit ids; the tool message still needs one to answer to.
+        id: call.id || `call_${index}`,
+        name: call.name,
+        arguments: parseArguments(call.args),
+      }));
+    if (toolCalls.length > 0) yield { type: 'tool_calls', calls: toolCalls };
+    yield { type: 'done', usage, finishReason: toFinishReason(reason, toolCalls.length > 0) };
+  } finally {
+    signal?.removeEventListener('abort', onAbort);
+    // Closes the HTTP stream when the consumer stopped early; a no-op once it has ended.
+    controller.abort();
+  }
+}
+
+function toRequestBody(model: string, request: CompletionRequest): ChatCompletionCreateParamsStreaming {
+  const tools = request.tools ?? [];
+  return {
+    model,
+    messages: request.messages.map(toOpenAiMessage),
+    stream: true,
+    stream_options: { include_usage: true },
+    // OpenAI rejects tool_choice without tools.
+    ...(tools.length > 0 && { tools: tools.map(toOpenAiTool), tool_choice: 'auto' as const }),
+    ...(request.maxTokens !== undefined && { max_completion_tokens: request.maxTokens }),
+    ...(request.temperature !== undefined && { temperature: request.temperature }),
+  };
+}
+
+function toOpenAiMessage(message: ChatMessage): ChatCompletionMessageParam {
+  switch (message.role) {
+    case 'system':
+      return { role: 'system', content: message.content };
+    case 'user':
+      return { role: 'user', content: message.content };
+    case 'assistant':
+      if (!message.toolCalls?.length) return { role: 'assistant', content: message.content };
+      return {
+        role: 'assistant',
+        // A turn that only called tools has no text; the API wants null there rather than "".
+        content: message.content === '' ? null : message.content,
+        tool_calls: message.toolCalls.map((call) => ({
+          id: call.id,
+          type: 'function',
+          function: { name: call.name, arguments: JSON.stringify(call.arguments) },
+        })),
+      };
+    case 'tool':
+      return { role: 'tool', tool_call_id: message.toolCallId, content: message.content };
+  }
+}
+
+function toOpenAiTool(tool: ToolSpec): ChatCompletionTool {
+  return {
+    type: 'function',
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  };
+}
+
+function parseArguments(json: string): Record<string, unknown> {
+  if (json.trim() === '') return {};
+  try {
+    const value: unknown = JSON.parse(json);
+    return typeof value === 'object' && value !== null && !Array.isArray(value)
+      ? (value as Record<string, unknown>)
+      : {};
+  } catch {
+    return {};
+  }
+}
+
+function toFinishReason(reason: ChatCompletionChunk.Choice['finish_reason'], hasToolCalls: boolean): FinishReason {
+  if (reason === 'length') return 'length';
+  // Some compatible servers say `stop` after tool calls; the calls are what the agent loop must act on.
+  return hasToolCalls ? 'tool_calls' : 'stop';
+}
+
+/**
+ * Maps what the client throws to a service error. Causes are rebuilt from the status, code and request id:
+ * a provider's message may quote the key or the prompt, and causes end up in logs.
+ */
+function toServiceError(error: unknown, signal: AbortSignal | undefined, timeoutMs: number): Error {
+  // However the client reported it, a request the caller aborted ends in the caller's AbortError.
+  if (signal?.aborted) return abortError(signal);
+  if (error instanceof OpenAI.AuthenticationError || error instanceof OpenAI.PermissionDeniedError) {
+    return new ServiceUnavailableError('LLM provider rejected the API key', {
+      code: 'SERVICE_UNAVAILABLE',
+      cause: safeCause(error),
+    });
+  }
+  if (error instanceof OpenAI.RateLimitError) {
+    return new RateLimitError('LLM provider rate limit reached; try again later', retryAfterSeconds(error.headers), {
+      cause: safeCause(error),
+    });
+  }
+  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+    return new ServiceUnavailableError(`LLM provider did not answer within ${timeoutMs} ms`, {
+      code: 'SERVICE_UNAVAILABLE',
+    });
+  }
+  if (error instanceof OpenAI.APIConnectionError) {
+    return new ServiceUnavailableError('LLM provider is unreachable', { code: 'SERVICE_UNAVAILABLE', cause: error });
+  }
+  if (error instanceof OpenAI.APIError) {
+    // No status: an error event inside the stream. 5xx: the retries did not help.
+    if (error.status === undefined || error.status >= 500) {
+      return new ServiceUnavailableError('LLM provider failed to answer', {
+        code: 'SERVICE_UNAVAILABLE',
+        cause: safeCause(error),
+      });
+    }
+    return new InternalError(`LLM provider refused the request (status ${error.status})`, {
+      code: 'INTERNAL_ERROR',
+      cause: safeCause(error),
+    });
+  }
+  return new InternalError('LLM provider sent a response that could not be read', {
+    code: 'INTERNAL_ERROR',
+    cause: error,
+  });
+}
+
+/** The parts of the client's APIError that are safe to log. */
+interface ApiErrorFacts {
+  status: number | undefined;
+  code: string | null | undefined;
+  requestID: string | null | undefined;
+}
+
+function safeCause(error: ApiErrorFacts): Error {
+  const parts = [`status ${error.status ?? 'none'}`];
+  if (error.code) parts.push(`code ${error.code}`);
+  if (error.requestID) parts.push(`request ${error.requestID}`);
+  return new Error(`OpenAI-compatible API error (${parts.join(', ')})`);
+}
+
+/** `retry-after` in seconds or as an HTTP date; at least 1 s, since retrying at once already failed. */
+function retryAfterSeconds(headers: Headers | undefined): number {
+  const value = headers?.get('retry-after')?.trim();
+  if (!value) return DEFAULT_RETRY_AFTER_SECONDS;
+  const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : (Date.parse(value) - Date.now()) / 1000;
+  return Number.isNaN(seconds) ? DEFAULT_RETRY_AFTER_SECONDS : Math.max(1, Math.ceil(seconds));
+}
+
+function abortError(signal: AbortSignal): Error {
+  // The port promises an AbortError whatever reason the caller aborted with.
+  const reason: unknown = signal.reason;
+  return reason instanceof Error && reason.name === 'AbortError'
+    ? reason
+    : new DOMException('The completion was aborted', 'AbortError');
+}
+
+function throwIfAborted(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw abortError(signal);
+}
+
+async function collect(events: AsyncIterable<LlmEvent>): Promise<Completion> {
+  let text = '';
+  const toolCalls: ToolCall[] = [];
+  for await (const event of events) {
+    if (event.type === 'delta') text += event.text;
+    else if (event.type === 'tool_calls') toolCalls.push(...event.calls);
+    else return { text, toolCalls, usage: event.usage, finishReason: event.finishReason };
+  }
+  throw new InternalError('LLM stream ended without a done event', { code: 'INTERNAL_ERROR' });
+}

@@ -1,0 +1,65 @@
+import type { HealthCheck } from '../../modules/health/health.service.js';
+
+/**
+ * A chat model. Implementations: `offline` (deterministic, in-process, the default) and `openai` (any
+ * OpenAI-compatible chat-completions endpoint). Both pass `test/contracts/llm.contract.ts`.
+ */
+export interface ToolCall {
+  /** Provider-assigned id that the tool's result message refers back to. */
+  id: string;
+  name: string;
+  /** Parsed JSON arguments. */
+  arguments: Record<string, unknown>;
+}
+
+export type ChatMessage =
+  | { role: 'system' | 'user'; content: string }
+  | { role: 'assistant'; content: string; toolCalls?: ToolCall[] }
+  | { role: 'tool'; content: string; toolCallId: string; name: string };
+
+/** A tool the model may call: a name, what it does, and its arguments as a JSON Schema object. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface Usage {
+  promptTokens: number;
+  completionTokens: number;
+  totalTokens: number;
+}
+
+export type FinishReason = 'stop' | 'tool_calls' | 'length';
+
+/** What a streamed completion yields: text fragments as they come, then tool calls (if any), then `done`. */
+export type LlmEvent =
+  | { type: 'delta'; text: string }
+  | { type: 'tool_calls'; calls: ToolCall[] }
+  | { type: 'done'; usage: Usage; finishReason: FinishReason };
+
+export interface CompletionRequest {
+  messages: ChatMessage[];
+  tools?: ToolSpec[];
+  /** Cancels the request; the stream then rejects with an AbortError. */
+  signal?: AbortSignal;
+  maxTokens?: number;
+  temperature?: number;
+}
+
+export interface Completion {
+  text: string;
+  toolCalls: ToolCall[];
+  usage: Usage;
+  finishReason: FinishReason;
+}
+
+export interface LlmProvider {
+  readonly provider: 'offline' | 'openai';
+  /** The model name reported in Message responses and health details. */
+  readonly model: string;
+  stream(request: CompletionRequest): AsyncIterable<LlmEvent>;
+  /** The whole completion at once (collects `stream`). */
+  complete(request: CompletionRequest): Promise<Completion>;
+  healthCheck(): HealthCheck;
+}

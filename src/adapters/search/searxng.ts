@@ -1,0 +1,53 @@
+import { ServiceUnavailableError } from '../../errors.js';
+import type { SearchResult, WebSearch } from './port.js';
+
+interface SearxngResponse {
+  results?: { title?: unknown; url?: unknown; content?: unknown; engine?: unknown }[];
+}
+
+const TIMEOUT_MS = 10_000;
+
+/** A SearXNG instance's JSON API (`/search?format=json`; the instance must allow the json format). */
+export function createSearxngSearch(baseUrl: string): WebSearch {
+  const endpoint = new URL('search', baseUrl.endsWith('/') ? baseUrl : `${baseUrl}/`);
+  return {
+    provider: 'searxng',
+    async search(query, { limit, signal }) {
+      const url = new URL(endpoint);
+      url.searchParams.set('q', query);
+      url.searchParams.set('format', 'json');
+      const timeout = AbortSignal.timeout(TIMEOUT_MS);
+      let response: Response;
+      try {
+        response = await fetch(url, {
+          signal: signal ? AbortSignal.any([signal, timeout]) : timeout,
+          headers: { Accept: 'application/json' },
+        });
+      } catch (error) {
+        if (signal?.aborted) throw error;
+        throw new ServiceUnavailableError('The search service did not answer', {
+          code: 'SERVICE_UNAVAILABLE',
+          cause: error,
+        });
+      }
+      if (!response.ok) {
+        throw new ServiceUnavailableError(`The search service answered ${response.status}`, {
+          code: 'SERVICE_UNAVAILABLE',
+        });
+      }
+      const body = (await response.json()) as SearxngResponse;
+      const results: SearchResult[] = [];
+      for (const item of body.results ?? []) {
+        if (typeof item.url !== 'string' || typeof item.title !== 'string') continue;
+        results.push({
+          title: item.title,
+          url: item.url,
+          snippet: typeof item.content === 'string' ? item.content : '',
+          source: typeof item.engine === 'string' ? item.engine : 'web',
+        });
+        if (results.length >= limit) break;
+      }
+      return results;
+    },
+  };
+}

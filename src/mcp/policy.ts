@@ -1,0 +1,103 @@
+import type { AuthzService } from '../adapters/authz/port.js';
+import type { CounterStore } from '../adapters/counters/port.js';
+import { ForbiddenError, RateLimitError } from '../errors.js';
+import type { Caller } from '../modules/auth/caller.js';
+import { subjectOf } from '../modules/authz/subjects.js';
+
+export interface McpLimits {
+  requestsPerMinute: number;
+  toolCallsPerMinute: number;
+  maxConcurrentStreams: number;
+}
+
+/** What the rate-limit headers report after a request was admitted. */
+export interface RateState {
+  limit: number;
+  remaining: number;
+  /** Epoch seconds at which the window resets. */
+  reset: number;
+}
+
+const WINDOW_MS = 60_000;
+
+export const toolObject = (name: string): string => `tool:${name}`;
+
+/** `X-RateLimit-*` headers for a window. */
+export function rateHeaders(state: RateState): Record<string, string> {
+  return {
+    'X-RateLimit-Limit': String(state.limit),
+    'X-RateLimit-Remaining': String(state.remaining),
+    'X-RateLimit-Reset': String(state.reset),
+  };
+}
+
+/**
+ * The one policy point of every MCP wire: who may see and call which tool (relationship tuples on `tool:<name>`),
+ * how many requests and tool calls a caller may make per minute, and how many streams it may hold open. Counters
+ * live in the counter store (shared through Redis when configured); open streams are counted per instance.
+ */
+export class McpPolicy {
+  readonly #streams = new Map<string, number>();
+
+  constructor(
+    private readonly deps: { authz: AuthzService; counters: CounterStore; limits: McpLimits; now?: () => Date },
+  ) {}
+
+  /** Counts one MCP request against the caller's per-minute budget; 429 beyond it. */
+  admitRequest(caller: Caller): Promise<RateState> {
+    return this.#admit(`mcp:req:${subjectOf(caller)}`, this.deps.limits.requestsPerMinute, 'Too many MCP requests');
+  }
+
+  /** Whether the caller may call the tool (403 `permission_denied` if not), then counts the call (429 beyond). */
+  async admitToolCall(caller: Caller, tool: string): Promise<void> {
+    if (!(await this.deps.authz.check(subjectOf(caller), 'executor', toolObject(tool)))) {
+      throw new ForbiddenError(`Permission denied: you may not call the tool ${tool}`, { code: 'AUTH_ACCESS_DENIED' });
+    }
+    await this.#admit(`mcp:tool:${subjectOf(caller)}`, this.deps.limits.toolCallsPerMinute, 'Too many tool calls');
+  }
+
+  /** The tools among `names` the caller may see (`viewer`, which `executor` implies). */
+  async visibleTools(caller: Caller, names: string[]): Promise<string[]> {
+    const subject = subjectOf(caller);
+    const allowed = await Promise.all(names.map((name) => this.deps.authz.check(subject, 'viewer', toolObject(name))));
+    return names.filter((_, i) => allowed[i]);
+  }
+
+  /** Reserves one of the caller's concurrent streams; call the returned function when the stream ends. */
+  openStream(caller: Caller): () => void {
+    const key = subjectOf(caller);
+    const open = this.#streams.get(key) ?? 0;
+    if (open >= this.deps.limits.maxConcurrentStreams) {
+      throw new RateLimitError(`At most ${this.deps.limits.maxConcurrentStreams} concurrent streams`, 1, {
+        code: 'RATE_LIMIT',
+      });
+    }
+    this.#streams.set(key, open + 1);
+    let released = false;
+    return () => {
+      if (released) return;
+      released = true;
+      const now = (this.#streams.get(key) ?? 1) - 1;
+      if (now <= 0) this.#streams.delete(key);
+      else this.#streams.set(key, now);
+    };
+  }
+
+  async #admit(key: string, limit: number, message: string): Promise<RateState> {
+    const window = await this.deps.counters.hit(key, WINDOW_MS);
+    const state: RateState = {
+      limit,
+      remaining: Math.max(0, limit - window.count),
+      reset: Math.ceil(window.resetAt / 1000),
+    };
+    if (window.count > limit) {
+      const now = (this.deps.now ?? (() => new Date()))().getTime();
+      const retryAfter = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
+      throw new RateLimitError(`${message}: at most ${limit} per minute`, retryAfter, {
+        code: 'RATE_LIMIT',
+        headers: rateHeaders(state),
+      });
+    }
+    return state;
+  }
+}

@@ -1,0 +1,175 @@
+import type { CallToolResult, ToolAnnotations } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { AuthzService } from '../adapters/authz/port.js';
+import type { ToolSpec } from '../adapters/llm/port.js';
+import type { WebSearch } from '../adapters/search/port.js';
+import { type AppError, toAppError } from '../errors.js';
+import type { Logger } from '../logger.js';
+import type { Agent } from '../modules/agent/agent.port.js';
+import type { Caller } from '../modules/auth/caller.js';
+import { subjectOf } from '../modules/authz/subjects.js';
+import type { ConversationsService } from '../modules/conversations/conversations.service.js';
+import type { McpMetrics } from './metrics.js';
+import type { McpPolicy } from './policy.js';
+
+export type LogLevel = 'debug' | 'info' | 'notice' | 'warning' | 'error' | 'critical' | 'alert' | 'emergency';
+
+/** The services tools work with, shared by every call. */
+export interface ToolServices {
+  logger: Logger;
+  authz: AuthzService;
+  conversations: ConversationsService;
+  search: WebSearch;
+  /** Late-bound: the agent itself calls tools, so it is set after the executor exists. */
+  agent: () => Agent;
+}
+
+/** What a tool handler receives besides its arguments. */
+export interface ToolContext extends ToolServices {
+  caller: Caller;
+  /** The caller's authorization subject (`user:<id>` or `service_principal:<id>`). */
+  subject: string;
+  signal: AbortSignal;
+  /** Sends an MCP log notification to the client, if its chosen level lets it through. */
+  log: (level: LogLevel, data: unknown) => Promise<void>;
+}
+
+export interface ToolDefinition<Shape extends z.ZodRawShape = z.ZodRawShape> {
+  name: string;
+  title: string;
+  description: string;
+  inputSchema: Shape;
+  outputSchema?: z.ZodRawShape;
+  annotations: ToolAnnotations;
+  /** Whether the agent may call it from its tool loop (not the tools that run the agent themselves). */
+  forAgent: boolean;
+  handler: (args: z.output<z.ZodObject<Shape>>, context: ToolContext) => Promise<CallToolResult>;
+}
+
+/** Identity function that keeps a tool's argument types tied to its schema. */
+export function defineTool<Shape extends z.ZodRawShape>(tool: ToolDefinition<Shape>): ToolDefinition {
+  return tool as unknown as ToolDefinition;
+}
+
+/** Marks why a call was refused, so REST-style adapters can answer with the matching HTTP status. */
+export const REFUSAL_META = 'agent-service/refusal';
+
+export interface Refusal {
+  status: number;
+  retryAfter?: number;
+  headers?: Record<string, string>;
+}
+
+export function textResult(text: string, structured?: Record<string, unknown>): CallToolResult {
+  return { content: [{ type: 'text', text }], ...(structured && { structuredContent: structured }) };
+}
+
+/** A tool error: the call failed in an expected way, and the message says how. */
+export function errorResult(error: AppError, traceId?: string): CallToolResult {
+  const message = error.expose ? error.message : `Internal error${traceId ? ` (trace_id ${traceId})` : ''}`;
+  const refusal: Refusal | undefined =
+    error.status === 403 || error.status === 429
+      ? {
+          status: error.status,
+          ...('retryAfterSeconds' in error && { retryAfter: error.retryAfterSeconds as number }),
+          headers: error.headers,
+        }
+      : undefined;
+  return {
+    content: [{ type: 'text', text: message }],
+    isError: true,
+    ...(refusal && { _meta: { [REFUSAL_META]: refusal } }),
+  };
+}
+
+/**
+ * Runs tools for every wire and for the agent, always through the policy point: the caller must hold `executor`
+ * on the tool, the call counts against the caller's budget, and failures become tool errors that never carry
+ * internals. Metrics count every outcome.
+ */
+export class ToolExecutor {
+  readonly #tools = new Map<string, ToolDefinition>();
+
+  constructor(
+    private readonly deps: { services: ToolServices; policy: McpPolicy; metrics: McpMetrics },
+    tools: ToolDefinition[],
+  ) {
+    for (const tool of tools) this.#tools.set(tool.name, tool);
+  }
+
+  get tools(): ToolDefinition[] {
+    return [...this.#tools.values()];
+  }
+
+  get(name: string): ToolDefinition | undefined {
+    return this.#tools.get(name);
+  }
+
+  /** The tools the caller may see, as the model sees them (for the agent's tool loop). */
+  async specsFor(caller: Caller, filter: (tool: ToolDefinition) => boolean = (t) => t.forAgent): Promise<ToolSpec[]> {
+    const candidates = this.tools.filter(filter);
+    const visible = new Set(
+      await this.deps.policy.visibleTools(
+        caller,
+        candidates.map((t) => t.name),
+      ),
+    );
+    return candidates
+      .filter((t) => visible.has(t.name))
+      .map((t) => {
+        const { $schema: _, ...parameters } = z.toJSONSchema(z.object(t.inputSchema)) as Record<string, unknown>;
+        return { name: t.name, description: t.description, parameters };
+      });
+  }
+
+  /** Validates raw arguments (from the model, say) and runs the tool. */
+  async execute(
+    name: string,
+    args: unknown,
+    caller: Caller,
+    options: { signal?: AbortSignal; log?: ToolContext['log'] } = {},
+  ): Promise<CallToolResult> {
+    const tool = this.#tools.get(name);
+    if (!tool) return { content: [{ type: 'text', text: `Unknown tool ${name}` }], isError: true };
+    const parsed = z.object(tool.inputSchema).safeParse(args ?? {});
+    if (!parsed.success) {
+      const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ');
+      return { content: [{ type: 'text', text: `Invalid arguments for ${name}: ${problems}` }], isError: true };
+    }
+    return this.run(tool, parsed.data, caller, options);
+  }
+
+  /** Runs a tool whose arguments were already validated (the MCP server validates with the same schema). */
+  async run(
+    tool: ToolDefinition,
+    args: unknown,
+    caller: Caller,
+    options: { signal?: AbortSignal; log?: ToolContext['log'] } = {},
+  ): Promise<CallToolResult> {
+    const { services, policy, metrics } = this.deps;
+    try {
+      await policy.admitToolCall(caller, tool.name);
+    } catch (thrown) {
+      const error = toAppError(thrown);
+      metrics.toolCalls.inc({ tool: tool.name, status: error.status === 403 ? 'denied' : 'rate_limited' });
+      return errorResult(error);
+    }
+    const context: ToolContext = {
+      ...services,
+      caller,
+      subject: subjectOf(caller),
+      signal: options.signal ?? new AbortController().signal,
+      log: options.log ?? (() => Promise.resolve()),
+    };
+    try {
+      const result = await tool.handler(args as never, context);
+      metrics.toolCalls.inc({ tool: tool.name, status: result.isError ? 'error' : 'success' });
+      return result;
+    } catch (thrown) {
+      const error = toAppError(thrown);
+      metrics.toolCalls.inc({ tool: tool.name, status: 'error' });
+      if (error.status >= 500) services.logger.error({ err: error.cause ?? error, tool: tool.name }, 'tool failed');
+      return errorResult(error);
+    }
+  }
+}

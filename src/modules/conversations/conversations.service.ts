@@ -1,0 +1,252 @@
+import { randomUUID } from 'node:crypto';
+import { type Kysely, type Selectable, sql } from 'kysely';
+import type { AuthzService } from '../../adapters/authz/port.js';
+import type { ChatMessage, ToolCall } from '../../adapters/llm/port.js';
+import type { Database } from '../../db/database.js';
+import { NotFoundError } from '../../errors.js';
+import type { ConversationsTable, MessagesTable } from './conversations.tables.js';
+
+export interface Conversation {
+  id: string;
+  owner: string;
+  title: string;
+  messageCount: number;
+  usage: { promptTokens: number; completionTokens: number; totalTokens: number };
+  createdAt: string;
+  updatedAt: string;
+  lastMessageAt: string | null;
+}
+
+export interface StoredMessage {
+  id: string;
+  seq: number;
+  role: MessagesTable['role'];
+  content: string;
+  toolCalls?: ToolCall[];
+  toolCallId?: string;
+  name?: string;
+  promptTokens: number;
+  completionTokens: number;
+  createdAt: string;
+}
+
+export interface SearchHit {
+  conversationId: string;
+  title: string;
+  messageId: string;
+  role: MessagesTable['role'];
+  snippet: string;
+  createdAt: string;
+}
+
+export type NewMessage = ChatMessage & { promptTokens?: number; completionTokens?: number };
+
+const toConversation = (row: Selectable<ConversationsTable>): Conversation => ({
+  id: row.id,
+  owner: row.owner,
+  title: row.title,
+  messageCount: row.message_count,
+  usage: {
+    promptTokens: row.prompt_tokens,
+    completionTokens: row.completion_tokens,
+    totalTokens: row.prompt_tokens + row.completion_tokens,
+  },
+  createdAt: row.created_at,
+  updatedAt: row.updated_at,
+  lastMessageAt: row.last_message_at,
+});
+
+const toMessage = (row: Selectable<MessagesTable>): StoredMessage => ({
+  id: row.id,
+  seq: row.seq,
+  role: row.role,
+  content: row.content,
+  ...(row.tool_calls && { toolCalls: JSON.parse(row.tool_calls) as ToolCall[] }),
+  ...(row.tool_call_id && { toolCallId: row.tool_call_id }),
+  ...(row.name && { name: row.name }),
+  promptTokens: row.prompt_tokens,
+  completionTokens: row.completion_tokens,
+  createdAt: row.created_at,
+});
+
+/** The message as the model sees it again on the next turn. */
+export function toChatMessage(message: StoredMessage): ChatMessage {
+  switch (message.role) {
+    case 'assistant':
+      return {
+        role: 'assistant',
+        content: message.content,
+        ...(message.toolCalls && { toolCalls: message.toolCalls }),
+      };
+    case 'tool':
+      return { role: 'tool', content: message.content, toolCallId: message.toolCallId ?? '', name: message.name ?? '' };
+    default:
+      return { role: message.role, content: message.content };
+  }
+}
+
+/** `%`, `_` and the escape character itself are literal in a search. */
+const escapeLike = (term: string): string => term.replace(/[\\%_]/g, (c) => `\\${c}`);
+
+function snippet(content: string, term: string): string {
+  const at = Math.max(0, content.toLowerCase().indexOf(term));
+  const start = Math.max(0, at - 60);
+  const text = content
+    .slice(start, start + 160)
+    .replace(/\s+/g, ' ')
+    .trim();
+  return `${start > 0 ? '…' : ''}${text}${start + 160 < content.length ? '…' : ''}`;
+}
+
+/**
+ * Conversations with the agent. Each belongs to the subject that started it (an `owner` tuple); reading one needs
+ * `viewer` on it, and a conversation the caller may not see is reported as missing.
+ */
+export class ConversationsService {
+  constructor(
+    private readonly db: Kysely<Database>,
+    private readonly authz: AuthzService,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
+
+  async create(owner: string, title: string): Promise<Conversation> {
+    const at = this.now().toISOString();
+    const row: Selectable<ConversationsTable> = {
+      id: randomUUID(),
+      owner,
+      title: title.replace(/\s+/g, ' ').trim().slice(0, 120) || 'New conversation',
+      message_count: 0,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      created_at: at,
+      updated_at: at,
+      last_message_at: null,
+    };
+    await this.db.insertInto('conversations').values(row).execute();
+    await this.authz.write([{ user: owner, relation: 'owner', object: `conversation:${row.id}` }]);
+    return toConversation(row);
+  }
+
+  /** The conversation if `subject` may `relation` it; otherwise 404, so existence does not leak. */
+  async access(subject: string, id: string, relation: 'viewer' | 'owner' = 'viewer'): Promise<Conversation> {
+    const row = await this.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirst();
+    if (!row || !(await this.authz.check(subject, relation, `conversation:${id}`))) {
+      throw new NotFoundError(`Conversation ${id} not found`, { code: 'NOT_FOUND' });
+    }
+    return toConversation(row);
+  }
+
+  async messages(id: string): Promise<StoredMessage[]> {
+    const rows = await this.db
+      .selectFrom('messages')
+      .selectAll()
+      .where('conversation_id', '=', id)
+      .orderBy('seq')
+      .execute();
+    return rows.map(toMessage);
+  }
+
+  /** Appends messages in order and adds their token counts to the conversation's. */
+  async append(id: string, messages: NewMessage[]): Promise<void> {
+    if (messages.length === 0) return;
+    const at = this.now().toISOString();
+    await this.db.transaction().execute(async (trx) => {
+      const { last } = await trx
+        .selectFrom('messages')
+        .select((eb) => eb.fn.max<number | null>('seq').as('last'))
+        .where('conversation_id', '=', id)
+        .executeTakeFirstOrThrow();
+      let seq = Number(last ?? 0);
+      await trx
+        .insertInto('messages')
+        .values(
+          messages.map((m) => ({
+            id: randomUUID(),
+            conversation_id: id,
+            seq: ++seq,
+            role: m.role,
+            content: m.content,
+            content_key: m.content.toLowerCase(),
+            tool_calls: m.role === 'assistant' && m.toolCalls?.length ? JSON.stringify(m.toolCalls) : null,
+            tool_call_id: m.role === 'tool' ? m.toolCallId : null,
+            name: m.role === 'tool' ? m.name : null,
+            prompt_tokens: m.promptTokens ?? 0,
+            completion_tokens: m.completionTokens ?? 0,
+            created_at: at,
+          })),
+        )
+        .execute();
+      await trx
+        .updateTable('conversations')
+        .set((eb) => ({
+          message_count: eb('message_count', '+', messages.length),
+          prompt_tokens: eb(
+            'prompt_tokens',
+            '+',
+            messages.reduce((n, m) => n + (m.promptTokens ?? 0), 0),
+          ),
+          completion_tokens: eb(
+            'completion_tokens',
+            '+',
+            messages.reduce((n, m) => n + (m.completionTokens ?? 0), 0),
+          ),
+          updated_at: at,
+          last_message_at: at,
+        }))
+        .where('id', '=', id)
+        .execute();
+    });
+  }
+
+  /** The subject's own conversations, most recently active first. */
+  async list(owner: string, window: { offset: number; limit: number }): Promise<Conversation[]> {
+    const rows = await this.db
+      .selectFrom('conversations')
+      .selectAll()
+      .where('owner', '=', owner)
+      .orderBy('updated_at', 'desc')
+      .orderBy('id')
+      .offset(window.offset)
+      .limit(window.limit)
+      .execute();
+    return rows.map(toConversation);
+  }
+
+  /**
+   * Messages of the subject's own conversations containing every word of the query (case-insensitive), newest
+   * first, with a snippet around the first word.
+   */
+  async search(owner: string, query: string, limit: number): Promise<SearchHit[]> {
+    const terms = [...new Set(query.toLowerCase().split(/\s+/).filter(Boolean))].slice(0, 8);
+    if (terms.length === 0) return [];
+    let select = this.db
+      .selectFrom('messages')
+      .innerJoin('conversations', 'conversations.id', 'messages.conversation_id')
+      .select([
+        'messages.id',
+        'messages.conversation_id',
+        'messages.role',
+        'messages.content',
+        'messages.created_at',
+        'conversations.title',
+      ])
+      .where('conversations.owner', '=', owner)
+      .where('messages.role', 'in', ['user', 'assistant']);
+    for (const term of terms) {
+      select = select.where(sql<boolean>`messages.content_key like ${`%${escapeLike(term)}%`} escape '\\'`);
+    }
+    const rows = await select
+      .orderBy('messages.created_at', 'desc')
+      .orderBy('messages.seq', 'desc')
+      .limit(limit)
+      .execute();
+    return rows.map((row) => ({
+      conversationId: row.conversation_id,
+      title: row.title,
+      messageId: row.id,
+      role: row.role,
+      snippet: snippet(row.content, terms[0]!),
+      createdAt: row.created_at,
+    }));
+  }
+}

@@ -1,0 +1,9 @@
+import type { ToolDefinition } from '../src/mcp/tools.js';
+import { agentChat } from './agent_chat.js';
+import { chat } from './chat.js';
+import { conversationGet } from './conversation_get.js';
+import { conversationSearch } from './conversation_search.js';
+import { searchWeb } from './search_web.js';
+
+/** Every tool the service offers, in the order clients list them. A new tool is one file here plus one line. */
+export const TOOLS: ToolDefinition[] = [chat, searchWeb, agentChat, conversationGet, conversationSearch];

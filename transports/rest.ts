@@ -1,0 +1,412 @@
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { BadRequestError, ForbiddenError, NotFoundError, RateLimitError, toAppError } from '../src/errors.js';
+import { callerOf } from '../src/http/authenticate.js';
+import { type RouteDefinition, type RouteGroup, defineRoute } from '../src/http/route.js';
+import type { Lifecycle } from '../src/lifecycle.js';
+import type { McpCore } from '../src/mcp/core.js';
+import { JsonRpcError } from '../src/mcp/direct-transport.js';
+import { rateHeaders } from '../src/mcp/policy.js';
+import { SERVER_CAPABILITIES, SERVER_INFO } from '../src/mcp/server.js';
+import { REFUSAL_META, type Refusal } from '../src/mcp/tools.js';
+import { type Agent, type AgentEvent, runToCompletion } from '../src/modules/agent/agent.port.js';
+import type { Caller } from '../src/modules/auth/caller.js';
+
+/**
+ * The spec's REST-style MCP endpoints (`POST /mcp/<method>`, `/mcp/message`) and the transport-level ones
+ * (`POST /message`, `GET /tools`, `GET /resources`, `GET /`). Each is a thin adapter: it admits the request at the
+ * policy point and hands it to the shared MCP server, or, for messages, to the agent.
+ */
+
+export interface RestDeps {
+  core: McpCore;
+  agent: () => Agent;
+  lifecycle: Lifecycle;
+}
+
+const TAGS = ['MCP'];
+const PROTOCOL_VERSION = '2024-11-05';
+
+/** The `{method, params}` envelope the spec shows for each REST-style call; `method`, if sent, must match. */
+function envelope(method: string, params: z.ZodType = z.record(z.string(), z.unknown()).optional()) {
+  return z.object({
+    jsonrpc: z.literal('2.0').optional(),
+    id: z.unknown().optional(),
+    method: z.literal(method).optional(),
+    params,
+  });
+}
+
+const MessageRequest = z
+  .object({
+    query: z.string().min(1).max(32_000).describe('The message'),
+    conversation_id: z.string().max(64).optional().describe('Continue this conversation'),
+    context: z
+      .record(z.string(), z.unknown())
+      .optional()
+      .describe('Extra context for the model (sent to it with the message)'),
+    stream: z.boolean().default(false).describe('Stream the answer as `data: <json>` events'),
+  })
+  .meta({ id: 'McpMessageRequest' });
+
+const MessageResponse = z
+  .object({
+    response: z.string(),
+    conversation_id: z.string(),
+    model: z.string(),
+    usage: z.object({
+      prompt_tokens: z.number().int(),
+      completion_tokens: z.number().int(),
+      total_tokens: z.number().int(),
+    }),
+  })
+  .meta({ id: 'MessageResponse' });
+
+const anyObject = z.record(z.string(), z.unknown());
+
+/** Counts the request against the caller's budget and reports the window in the rate-limit headers. */
+async function admitted(core: McpCore, req: Request, res: Response): Promise<Caller> {
+  const caller = callerOf(req);
+  res.set(rateHeaders(await core.policy.admitRequest(caller)));
+  return caller;
+}
+
+/** Maps a JSON-RPC error from the server to the MCP error body's HTTP status. */
+async function call(core: McpCore, caller: Caller, method: string, params?: Record<string, unknown>): Promise<unknown> {
+  try {
+    return await core.request(caller, method, params);
+  } catch (error) {
+    if (error instanceof JsonRpcError) {
+      if (error.code === -32002) throw new NotFoundError(error.message);
+      throw new BadRequestError(error.message.replace(/^MCP error -?\d+: /, ''), { code: 'BAD_REQUEST' });
+    }
+    throw error;
+  }
+}
+
+/** A tool call refused by the policy point is an HTTP 403 or 429 here, not a 200 with a tool error. */
+function refusalOf(result: unknown): Refusal | undefined {
+  const meta = (result as { _meta?: Record<string, unknown> } | undefined)?._meta;
+  return meta?.[REFUSAL_META] as Refusal | undefined;
+}
+
+function refusalError(refusal: Refusal, message: string) {
+  if (refusal.status === 429)
+    return new RateLimitError(message, refusal.retryAfter ?? 1, {
+      code: 'RATE_LIMIT',
+      ...(refusal.headers && { headers: refusal.headers }),
+    });
+  return new ForbiddenError(message, { code: 'AUTH_ACCESS_DENIED' });
+}
+
+function withContext(query: string, context: Record<string, unknown> | undefined): string {
+  return context && Object.keys(context).length > 0
+    ? `${query}\n\nContext:\n${JSON.stringify(context, null, 2)}`
+    : query;
+}
+
+/**
+ * Streams one chat turn: `content_start`, `content_delta`…, `content_end`, `message_complete`, or an `error` event.
+ * The turn is cancelled when the client goes away or the service shuts down.
+ */
+async function streamTurn(
+  deps: RestDeps,
+  req: Request,
+  res: Response,
+  caller: Caller,
+  input: { message: string; conversationId?: string },
+  format: 'sse' | 'ndjson',
+) {
+  const release = deps.core.policy.openStream(caller);
+  const controller = new AbortController();
+  const stopListening = deps.lifecycle.onStop(() => controller.abort());
+  res.on('close', () => controller.abort());
+  deps.core.metrics.connections.inc({ server: 'rest' });
+  res.status(200).set({
+    'Content-Type': format === 'sse' ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
+    'Cache-Control': 'no-cache',
+    'X-Accel-Buffering': 'no',
+  });
+  res.flushHeaders();
+  const write = (event: Record<string, unknown>) => {
+    if (!res.writableEnded)
+      res.write(format === 'sse' ? `data: ${JSON.stringify(event)}\n\n` : `${JSON.stringify(event)}\n`);
+  };
+  try {
+    write({ type: 'content_start' });
+    const events: AsyncIterable<AgentEvent> = deps.agent().run({
+      caller,
+      message: input.message,
+      mode: 'chat',
+      signal: controller.signal,
+      ...(input.conversationId && { conversationId: input.conversationId }),
+    });
+    for await (const event of events) {
+      if (event.type === 'delta') write({ type: 'content_delta', delta: event.text });
+      else if (event.type === 'done') {
+        write({ type: 'content_end' });
+        const { conversation_id, model, usage } = event.response;
+        write({ type: 'message_complete', conversation_id, model, usage });
+      }
+    }
+  } catch (thrown) {
+    if (!controller.signal.aborted) {
+      const error = toAppError(thrown);
+      if (error.status >= 500) req.log.error({ err: error.cause ?? error }, 'message stream failed');
+      write({
+        type: 'error',
+        error: {
+          code:
+            error.status === 429 ? 'rate_limit_exceeded' : error.status >= 500 ? 'internal_error' : 'invalid_request',
+          message: error.expose ? error.message : 'Internal error',
+        },
+      });
+    }
+  } finally {
+    release();
+    stopListening();
+    deps.core.metrics.connections.dec({ server: 'rest' });
+    res.end();
+  }
+}
+
+/** One chat turn for /mcp/message and /message, answered as JSON or streamed. */
+async function message(
+  deps: RestDeps,
+  req: Request,
+  res: Response,
+  body: z.output<typeof MessageRequest>,
+  format: 'json' | 'sse' | 'ndjson',
+) {
+  const caller = await admitted(deps.core, req, res);
+  await deps.core.policy.admitToolCall(caller, 'chat');
+  const input = {
+    message: withContext(body.query, body.context),
+    ...(body.conversation_id && { conversationId: body.conversation_id }),
+  };
+  if (format !== 'json') {
+    await streamTurn(deps, req, res, caller, input, format);
+    return undefined;
+  }
+  return runToCompletion(deps.agent(), { caller, ...input, mode: 'chat' });
+}
+
+function mcpMethod(
+  deps: RestDeps,
+  path: string,
+  method: string,
+  summary: string,
+  result: z.ZodType,
+  params?: z.ZodType,
+): RouteDefinition {
+  return defineRoute({
+    method: 'post',
+    path,
+    operationId: `mcp_${method.replace('/', '_')}`,
+    summary,
+    tags: TAGS,
+    access: 'authenticated',
+    request: { body: envelope(method, params) },
+    responses: { 200: { description: 'The MCP result', schema: result }, 429: { description: 'Rate limit exceeded' } },
+    handler: async ({ body, req, res }) =>
+      call(deps.core, await admitted(deps.core, req, res), method, body.params as Record<string, unknown> | undefined),
+  });
+}
+
+export function restRoutes(deps: RestDeps): RouteGroup[] {
+  const { core } = deps;
+  const mcp: RouteGroup = {
+    prefix: '/mcp',
+    area: 'mcp',
+    routes: [
+      defineRoute({
+        method: 'post',
+        path: '/initialize',
+        operationId: 'mcp_initialize',
+        summary: 'Initialize (protocol version negotiation and capabilities)',
+        tags: TAGS,
+        access: 'authenticated',
+        request: {
+          body: z.object({
+            protocolVersion: z.string().max(32).default(PROTOCOL_VERSION),
+            capabilities: anyObject.default({}),
+            clientInfo: z
+              .object({ name: z.string().max(200), version: z.string().max(100) })
+              .default({ name: 'rest-client', version: '0' }),
+          }),
+        },
+        responses: { 200: { description: 'Server capabilities', schema: anyObject } },
+        handler: async ({ body, req, res }) => call(core, await admitted(core, req, res), 'initialize', body),
+      }),
+      mcpMethod(deps, '/tools/list', 'tools/list', 'List the tools you may use', anyObject),
+      defineRoute({
+        method: 'post',
+        path: '/tools/call',
+        operationId: 'mcp_tools_call',
+        summary: 'Call a tool',
+        description: 'A tool you may not call is 403 permission_denied; over the tool-call budget, 429.',
+        tags: TAGS,
+        access: 'authenticated',
+        request: {
+          body: envelope(
+            'tools/call',
+            z.object({ name: z.string().min(1).max(128), arguments: anyObject.default({}) }),
+          ),
+        },
+        responses: {
+          200: { description: 'Tool call result (isError for failures of the tool itself)', schema: anyObject },
+          403: { description: 'Not permitted to call this tool' },
+          429: { description: 'Rate limit exceeded' },
+        },
+        handler: async ({ body, req, res }) => {
+          const caller = await admitted(core, req, res);
+          const result = await call(core, caller, 'tools/call', body.params as Record<string, unknown>);
+          const refusal = refusalOf(result);
+          if (refusal) {
+            const text = (result as { content?: { text?: string }[] }).content?.[0]?.text ?? 'Refused';
+            throw refusalError(refusal, text);
+          }
+          return result;
+        },
+      }),
+      mcpMethod(deps, '/resources/list', 'resources/list', 'List resources', anyObject),
+      mcpMethod(
+        deps,
+        '/resources/read',
+        'resources/read',
+        'Read a resource',
+        anyObject,
+        z.object({ uri: z.string().min(1).max(2048) }),
+      ),
+      mcpMethod(deps, '/prompts/list', 'prompts/list', 'List prompts', anyObject),
+      mcpMethod(
+        deps,
+        '/prompts/get',
+        'prompts/get',
+        'Get a prompt with its arguments filled in',
+        anyObject,
+        z.object({ name: z.string().min(1).max(128), arguments: z.record(z.string(), z.string()).optional() }),
+      ),
+      defineRoute({
+        method: 'post',
+        path: '/logging/setLevel',
+        operationId: 'mcp_logging_setLevel',
+        summary: 'Set the lowest level of log notifications to receive',
+        tags: TAGS,
+        access: 'authenticated',
+        request: {
+          body: envelope(
+            'logging/setLevel',
+            z.object({
+              level: z.enum(['debug', 'info', 'notice', 'warning', 'error', 'critical', 'alert', 'emergency']),
+            }),
+          ),
+        },
+        responses: { 200: { description: 'Level set', schema: z.object({ success: z.boolean() }) } },
+        handler: async ({ body, req, res }) => {
+          await call(core, await admitted(core, req, res), 'logging/setLevel', body.params as Record<string, unknown>);
+          return { success: true };
+        },
+      }),
+      defineRoute({
+        method: 'post',
+        path: '/message',
+        operationId: 'mcp_message',
+        summary: 'Send a chat message',
+        description:
+          'With stream false, one Message response. With stream true, `data: <json>` events: content_start, ' +
+          'content_delta…, content_end, message_complete.',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { body: MessageRequest },
+        responses: {
+          200: { description: 'The answer (or, streamed, text/event-stream)', schema: MessageResponse },
+          403: { description: 'Not permitted to chat' },
+          429: { description: 'Rate limit or concurrent-stream limit exceeded' },
+        },
+        handler: ({ body, req, res }) => message(deps, req, res, body, body.stream ? 'sse' : 'json'),
+      }),
+    ],
+  };
+
+  const transportLevel: RouteGroup = {
+    prefix: '/message',
+    area: 'mcp',
+    routes: [
+      defineRoute({
+        method: 'post',
+        path: '/',
+        operationId: 'message',
+        summary: 'Send a chat message (transport level)',
+        description:
+          'JSON by default; newline-delimited JSON for Accept: application/x-ndjson; events for text/event-stream.',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { body: MessageRequest },
+        responses: { 200: { description: 'The answer, or a stream of events', schema: MessageResponse } },
+        handler: ({ body, req, res }) => {
+          const accept = req.get('Accept') ?? '';
+          const format = accept.includes('application/x-ndjson')
+            ? 'ndjson'
+            : accept.includes('text/event-stream') || body.stream
+              ? 'sse'
+              : 'json';
+          return message(deps, req, res, body, format);
+        },
+      }),
+    ],
+  };
+
+  const listing = (prefix: string, method: string, summary: string): RouteGroup => ({
+    prefix,
+    area: 'mcp',
+    routes: [
+      defineRoute({
+        method: 'get',
+        path: '/',
+        operationId: `get_${method.split('/')[0]}`,
+        summary,
+        tags: TAGS,
+        access: 'authenticated',
+        responses: { 200: { description: summary, schema: anyObject } },
+        handler: async ({ req, res }) => call(core, await admitted(core, req, res), method),
+      }),
+    ],
+  });
+
+  const root: RouteGroup = {
+    prefix: '',
+    area: 'mcp',
+    routes: [
+      defineRoute({
+        method: 'get',
+        path: '/',
+        operationId: 'getServerInfo',
+        summary: 'Server information and capabilities',
+        tags: TAGS,
+        access: 'authenticated',
+        responses: { 200: { description: 'Server information', schema: anyObject } },
+        handler: () => ({
+          ...SERVER_INFO,
+          protocolVersion: PROTOCOL_VERSION,
+          capabilities: SERVER_CAPABILITIES,
+          transports: {
+            streamable_http: '/mcp',
+            sse: '/sse',
+            websocket: '/mcp/ws',
+            rest: '/mcp/{method}',
+            message: '/message',
+          },
+        }),
+      }),
+    ],
+  };
+
+  return [
+    mcp,
+    transportLevel,
+    listing('/tools', 'tools/list', 'List tools'),
+    listing('/resources', 'resources/list', 'List resources'),
+    root,
+  ];
+}

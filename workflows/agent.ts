@@ -1,0 +1,158 @@
+import { Annotation, END, type LangGraphRunnableConfig, START, StateGraph } from '@langchain/langgraph';
+import type { ChatMessage, LlmProvider, ToolCall, ToolSpec, Usage } from '../src/adapters/llm/port.js';
+import type { Logger } from '../src/logger.js';
+import type { ToolExecutor } from '../src/mcp/tools.js';
+import { type Agent, type AgentEvent, type AgentTurn, toUsage } from '../src/modules/agent/agent.port.js';
+import { subjectOf } from '../src/modules/authz/subjects.js';
+import type { ConversationsService, NewMessage } from '../src/modules/conversations/conversations.service.js';
+import type { Checkpointer } from './checkpointer.js';
+
+const SYSTEM_PROMPT =
+  'You are the assistant of Agent Service. Answer clearly and concisely. When tools are offered, use them to look ' +
+  'things up instead of guessing, and say which sources you used.';
+
+const DEFAULT_MAX_STEPS = 6;
+const ZERO: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+
+const add = (a: Usage, b: Usage): Usage => ({
+  promptTokens: a.promptTokens + b.promptTokens,
+  completionTokens: a.completionTokens + b.completionTokens,
+  totalTokens: a.totalTokens + b.totalTokens,
+});
+
+/**
+ * The conversation's state, checkpointed per conversation (thread = conversation id): the whole message history
+ * accumulates across turns; `steps` and `usage` are per turn (each turn's input resets them).
+ */
+const AgentState = Annotation.Root({
+  messages: Annotation<ChatMessage[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  steps: Annotation<number>(),
+  usage: Annotation<Usage>(),
+});
+type State = typeof AgentState.State;
+type Update = typeof AgentState.Update;
+
+/** What nodes stream to the turn's caller through LangGraph's custom stream. */
+type Emitted = Extract<AgentEvent, { type: 'delta' | 'tool_call' | 'tool_result' }>;
+
+function resultText(result: { content?: unknown[] }): string {
+  return (result.content ?? [])
+    .map((part) => (typeof part === 'object' && part && 'text' in part ? String(part.text) : ''))
+    .join('\n');
+}
+
+export interface AgentDeps {
+  llm: LlmProvider;
+  conversations: ConversationsService;
+  tools: ToolExecutor;
+  checkpointer: Checkpointer;
+  logger: Logger;
+}
+
+/** Builds this turn's graph: the model node and the tool node in a loop, bounded by the turn's step budget. */
+function buildGraph(deps: AgentDeps, turn: AgentTurn, tools: ToolSpec[], maxSteps: number) {
+  const emit = (config: LangGraphRunnableConfig, event: Emitted) => config.writer?.(event);
+
+  const model = async (state: State, config: LangGraphRunnableConfig): Promise<Update> => {
+    const offerTools = tools.length > 0 && state.steps < maxSteps;
+    let text = '';
+    let calls: ToolCall[] = [];
+    let usage = ZERO;
+    for await (const event of deps.llm.stream({
+      messages: [{ role: 'system', content: SYSTEM_PROMPT }, ...state.messages],
+      ...(offerTools && { tools }),
+      ...(turn.signal && { signal: turn.signal }),
+    })) {
+      if (event.type === 'delta') {
+        text += event.text;
+        emit(config, { type: 'delta', text: event.text });
+      } else if (event.type === 'tool_calls') calls = event.calls;
+      else usage = event.usage;
+    }
+    const reply: ChatMessage = { role: 'assistant', content: text, ...(calls.length > 0 && { toolCalls: calls }) };
+    return { messages: [reply], steps: state.steps + 1, usage: add(state.usage, usage) };
+  };
+
+  const runTools = async (state: State, config: LangGraphRunnableConfig): Promise<Update> => {
+    const last = state.messages.at(-1);
+    const calls = last?.role === 'assistant' ? (last.toolCalls ?? []) : [];
+    const results: ChatMessage[] = [];
+    for (const call of calls) {
+      emit(config, { type: 'tool_call', name: call.name, args: call.arguments });
+      const result = await deps.tools.execute(
+        call.name,
+        call.arguments,
+        turn.caller,
+        turn.signal ? { signal: turn.signal } : {},
+      );
+      const content = resultText(result);
+      emit(config, { type: 'tool_result', name: call.name, content, isError: result.isError === true });
+      results.push({ role: 'tool', content, toolCallId: call.id, name: call.name });
+    }
+    return { messages: results };
+  };
+
+  return new StateGraph(AgentState)
+    .addNode('model', model)
+    .addNode('tools', runTools)
+    .addEdge(START, 'model')
+    .addConditionalEdges(
+      'model',
+      (state: State) => {
+        const last = state.messages.at(-1);
+        return last?.role === 'assistant' && last.toolCalls?.length ? 'tools' : END;
+      },
+      ['tools', END],
+    )
+    .addEdge('tools', 'model')
+    .compile({ checkpointer: deps.checkpointer });
+}
+
+/**
+ * The agent as a LangGraph graph over the model and the MCP tools the caller may use. Each turn streams tokens and
+ * tool events, is checkpointed under its conversation (so the next turn, on any instance, continues it), and is
+ * recorded in the conversation with its token counts.
+ */
+export function createAgent(deps: AgentDeps): Agent {
+  return {
+    async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
+      const subject = subjectOf(turn.caller);
+      const conversation = turn.conversationId
+        ? await deps.conversations.access(subject, turn.conversationId, 'owner')
+        : await deps.conversations.create(subject, turn.message);
+      yield { type: 'started', conversationId: conversation.id };
+
+      const maxSteps = turn.maxSteps ?? DEFAULT_MAX_STEPS;
+      const tools = turn.mode === 'agent' ? await deps.tools.specsFor(turn.caller) : [];
+      const graph = buildGraph(deps, turn, tools, maxSteps);
+      const config = { configurable: { thread_id: conversation.id } };
+      const before = ((await graph.getState(config)).values as Partial<State>).messages?.length ?? 0;
+
+      const userMessage: ChatMessage = { role: 'user', content: turn.message };
+      const stream = await graph.stream(
+        { messages: [userMessage], steps: 0, usage: ZERO },
+        {
+          ...config,
+          streamMode: 'custom',
+          recursionLimit: maxSteps * 2 + 3,
+          ...(turn.signal && { signal: turn.signal }),
+        },
+      );
+      for await (const chunk of stream) yield chunk as Emitted;
+
+      const state = (await graph.getState(config)).values as State;
+      const produced = state.messages.slice(before + 1);
+      const usage = state.usage;
+      const answer = produced.filter((m) => m.role === 'assistant').at(-1)?.content ?? '';
+      const records: NewMessage[] = [
+        { ...userMessage, promptTokens: usage.promptTokens },
+        ...produced.map((m, i) => (i === produced.length - 1 ? { ...m, completionTokens: usage.completionTokens } : m)),
+      ];
+      await deps.conversations.append(conversation.id, records);
+      yield {
+        type: 'done',
+        response: { response: answer, conversation_id: conversation.id, model: deps.llm.model, usage: toUsage(usage) },
+      };
+    },
+  };
+}

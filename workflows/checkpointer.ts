@@ -1,0 +1,18 @@
+import type { BaseCheckpointSaver } from '@langchain/langgraph';
+import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
+import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
+import type { Db } from '../src/db/create-db.js';
+
+/** A checkpoint saver that can also forget a thread (conversation erasure). */
+export type Checkpointer = BaseCheckpointSaver & { deleteThread(threadId: string): Promise<void> };
+
+/**
+ * LangGraph state lives in the service's own database: SQLite's saver on SQLite, PostgreSQL's (in its own
+ * `langgraph` schema) on PostgreSQL, so conversations continue across restarts and instances.
+ */
+export async function createCheckpointer(db: Db): Promise<Checkpointer> {
+  if (db.raw.dialect === 'sqlite') return new SqliteSaver(db.raw.database);
+  const saver = new PostgresSaver(db.raw.pool, undefined, { schema: 'langgraph' });
+  await saver.setup();
+  return saver;
+}
