@@ -23,7 +23,7 @@ import type { Config } from './config.js';
 import { type Db, createDb } from './db/create-db.js';
 import { databaseHealthCheck } from './db/health.js';
 import { migrateToLatest } from './db/migrate.js';
-import { createAuthenticate } from './http/authenticate.js';
+import { createAuthenticate, createCallerResolver } from './http/authenticate.js';
 import { docsRoutes } from './http/docs.js';
 import { HttpListener, type ListenerName, createListenerApp } from './http/listener.js';
 import { type Metrics, createMetrics } from './http/metrics.js';
@@ -41,6 +41,10 @@ import { ConversationsService } from './modules/conversations/conversations.serv
 import { getSetting, putSetting } from './modules/system/system.store.js';
 import { TOOLS } from '../tools/index.js';
 import { restRoutes } from '../transports/rest.js';
+import { LegacySseConnections } from '../transports/sse.js';
+import { StreamableHttpSessions } from '../transports/streamable-http.js';
+import { WebSocketEndpoint } from '../transports/websocket.js';
+import { hostPolicy, hostValidation } from './http/host-validation.js';
 import { createAgent } from '../workflows/agent.js';
 import { type Checkpointer, createCheckpointer } from '../workflows/checkpointer.js';
 import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
@@ -98,14 +102,19 @@ export interface App {
   readonly llm: LlmProvider;
   readonly conversations: ConversationsService;
   readonly mcp: McpCore;
+  /** The connection-based MCP transports (their open sessions and connections). */
+  readonly transports: { streamable: StreamableHttpSessions; sse: LegacySseConnections; websocket: WebSocketEndpoint };
   /** Available once started. */
   readonly agent: Agent;
   readonly keys: KeyRing;
   readonly stores: { sessions: SessionStore; counters: CounterStore; ephemeral: EphemeralStore };
   /** Known after start(): the installation this database belongs to. */
   readonly installation: Installation | undefined;
-  /** Binds every listener, then migrates and initialises; resolves once the service takes traffic. */
-  start(): Promise<void>;
+  /**
+   * Binds every listener, then migrates and initialises; resolves once the service takes traffic. With
+   * `listen: false` (the stdio command) nothing is bound.
+   */
+  start(options?: { listen?: boolean }): Promise<void>;
   /** Stops accepting, drains in-flight requests and streams, closes connections. Idempotent. */
   close(): Promise<void>;
   /** Base URL of a bound listener (`http://127.0.0.1:8000`). */
@@ -168,11 +177,13 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     now,
   });
   auth.registerTokenFamily(PRINCIPAL_TOKEN_FAMILY, (sid, subject) => principals.isLive(sid, subject));
-  const authenticate = createAuthenticate({
+  const hosts = hostPolicy(config.host, config.publicUrl);
+  const resolveCaller = createCallerResolver({
     bearer: (token) => auth.authenticateBearer(token),
     sessionCookie: (credential) => auth.authenticateSession(credential),
     apiKey: (key) => apiKeys.authenticate(key),
   });
+  const authenticate = createAuthenticate(resolveCaller);
 
   const health = new HealthService(config.healthCacheMs, now);
   health.register(databaseHealthCheck(db));
@@ -222,6 +233,23 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const watchdog = new EventLoopWatchdog();
   const healthDeps: HealthDeps = { health, startup, lifecycle, watchdog, now };
 
+  const streamable = new StreamableHttpSessions({
+    core: mcp,
+    lifecycle,
+    logger,
+    idleMs: config.mcp.sessionIdleSeconds * 1000,
+    maxSessions: config.mcp.maxSessions,
+  });
+  const sse = new LegacySseConnections({ core: mcp, lifecycle });
+  const websocket = new WebSocketEndpoint({
+    core: mcp,
+    lifecycle,
+    logger,
+    resolveCaller,
+    originAllowed: (origin) => hosts?.originAllowed(origin) ?? true,
+    maxPayloadBytes: config.bodyLimitBytes,
+  });
+
   const listeners = new Map<ListenerName, HttpListener>();
   const groups: Record<ListenerName, { alwaysOn: RouteGroup[]; gated: RouteGroup[] }> = {
     main: {
@@ -233,11 +261,14 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
           users,
           keys,
           publicUrl: config.publicUrl,
+          authorizationServers: [config.auth.oidc?.issuerUrl ?? config.publicUrl],
           describePrincipal: (id) => principals.describe(id),
         }),
         apiKeyRoutes(apiKeys),
         ...servicePrincipalRoutes(principals),
         ...restRoutes({ core: mcp, agent: agentRef, lifecycle }),
+        streamable.routes(),
+        ...sse.routes(),
         ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
       ],
     },
@@ -263,12 +294,17 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
       bodyLimitBytes: config.bodyLimitBytes,
       trustProxy: config.trustProxy,
       authenticate,
+      ...(hosts && { guard: hostValidation(hosts) }),
+      wwwAuthenticate: `Bearer realm="agent-service", resource_metadata="${config.publicUrl}/.well-known/oauth-protected-resource/mcp"`,
       alwaysOn: groups[name].alwaysOn,
       groups: groups[name].gated,
       extra: name === 'main' ? [docsRoutes(openApiDocument)] : [],
     });
     listeners.set(name, new HttpListener(name, app));
   }
+  listeners.get('main')!.server.on('upgrade', (req, socket, head) => {
+    if (!websocket.handleUpgrade(req, socket, head)) socket.destroy();
+  });
 
   let installation: Installation | undefined;
   let starting: Promise<void> | undefined;
@@ -342,6 +378,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     llm,
     conversations,
     mcp,
+    transports: { streamable, sse, websocket },
     get agent() {
       return agentRef();
     },
@@ -350,10 +387,10 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     get installation() {
       return installation;
     },
-    async start() {
+    async start(options = {}) {
       watchdog.start();
       const ports: Record<ListenerName, number> = config.ports;
-      for (const [name, listener] of listeners) {
+      for (const [name, listener] of options.listen === false ? [] : listeners) {
         await listener.listen(config.host, ports[name]);
         logger.info({ listener: name, url: listener.url }, 'listening');
       }

@@ -4,6 +4,8 @@ import { type Config, ConfigError, loadConfig } from './config.js';
 import { createDb } from './db/create-db.js';
 import { migrateDown, migrateToLatest } from './db/migrate.js';
 import { UsageError, keysCommand, usersCommand } from './cli/admin.js';
+import { createLogger } from './logger.js';
+import { serveStdio } from '../transports/stdio.js';
 import { SERVICE_NAME, SERVICE_VERSION } from './version.js';
 
 /** sysexits(3): a usage error and a configuration error are told apart from a crash. */
@@ -13,6 +15,7 @@ const USAGE = `Usage: agent-service [command]
 
 Commands:
   serve              Run the service: main API, playground and builder listeners (default)
+  stdio              Serve MCP on stdin/stdout for a desktop client (as STDIO_USER, STDIO_API_KEY or the admin)
   migrate [--down]   Apply pending database migrations (or revert the most recent one) and exit
   users …            Manage local users: create, list, set-password (agent-service users help)
   keys rotate        Sign new tokens with a new key; tokens of the old one stay valid until they expire
@@ -61,6 +64,25 @@ async function serve(config: Config): Promise<void> {
     await app.close().catch(() => undefined);
     process.exit(EXIT.failure);
   }
+}
+
+/** MCP on stdin/stdout for desktop clients: no listeners, logs on stderr, exit 0 when the client hangs up. */
+async function stdio(config: Config): Promise<void> {
+  const logger = createLogger({ level: config.logLevel, destination: 'stderr' });
+  const app = buildApp(config, { logger });
+  const stop = () => void app.close().then(() => process.exit(EXIT.ok));
+  process.once('SIGTERM', stop);
+  process.once('SIGINT', stop);
+  try {
+    await app.start({ listen: false });
+    await serveStdio(app);
+  } catch (err) {
+    logger.fatal({ err }, 'stdio session failed');
+    await app.close().catch(() => undefined);
+    process.exit(EXIT.failure);
+  }
+  await app.close();
+  process.exit(EXIT.ok);
 }
 
 async function migrate(config: Config, down: boolean): Promise<void> {
@@ -114,7 +136,7 @@ async function main(argv: string[]): Promise<void> {
     process.stdout.write(`${SERVICE_NAME} ${SERVICE_VERSION}\n`);
     return;
   }
-  const known = ['serve', 'migrate', 'config', 'users', 'keys'];
+  const known = ['serve', 'stdio', 'migrate', 'config', 'users', 'keys'];
   if (!known.includes(command)) fail(`Unknown command "${command}".\n\n${USAGE}`, EXIT.usage);
   const takesArguments = command === 'users' || command === 'keys';
   const unknownFlags = takesArguments ? [] : rest.filter((arg) => !(command === 'migrate' && arg === '--down'));
@@ -130,6 +152,7 @@ async function main(argv: string[]): Promise<void> {
   const io = { out: (line: string) => process.stdout.write(`${line}\n`), readStdin };
   try {
     if (command === 'serve') await serve(config);
+    else if (command === 'stdio') await stdio(config);
     else if (command === 'migrate') await migrate(config, rest.includes('--down'));
     else if (command === 'users') await usersCommand(config, rest, io);
     else if (command === 'keys') await keysCommand(config, rest, io);

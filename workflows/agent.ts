@@ -4,7 +4,11 @@ import type { Logger } from '../src/logger.js';
 import type { ToolExecutor } from '../src/mcp/tools.js';
 import { type Agent, type AgentEvent, type AgentTurn, toUsage } from '../src/modules/agent/agent.port.js';
 import { subjectOf } from '../src/modules/authz/subjects.js';
-import type { ConversationsService, NewMessage } from '../src/modules/conversations/conversations.service.js';
+import {
+  type ConversationsService,
+  type NewMessage,
+  toChatMessage,
+} from '../src/modules/conversations/conversations.service.js';
 import type { Checkpointer } from './checkpointer.js';
 
 const SYSTEM_PROMPT =
@@ -20,12 +24,18 @@ const add = (a: Usage, b: Usage): Usage => ({
   totalTokens: a.totalTokens + b.totalTokens,
 });
 
+/** New messages to append, or (realigning with the recorded conversation) the whole history to start over from. */
+type MessagesUpdate = ChatMessage[] | { replace: ChatMessage[] };
+
 /**
  * The conversation's state, checkpointed per conversation (thread = conversation id): the whole message history
  * accumulates across turns; `steps` and `usage` are per turn (each turn's input resets them).
  */
 const AgentState = Annotation.Root({
-  messages: Annotation<ChatMessage[]>({ reducer: (a, b) => a.concat(b), default: () => [] }),
+  messages: Annotation<ChatMessage[], MessagesUpdate>({
+    reducer: (a, b) => (Array.isArray(b) ? a.concat(b) : b.replace),
+    default: () => [],
+  }),
   steps: Annotation<number>(),
   usage: Annotation<Usage>(),
 });
@@ -52,6 +62,7 @@ export interface AgentDeps {
 /** Builds this turn's graph: the model node and the tool node in a loop, bounded by the turn's step budget. */
 function buildGraph(deps: AgentDeps, turn: AgentTurn, tools: ToolSpec[], maxSteps: number) {
   const emit = (config: LangGraphRunnableConfig, event: Emitted) => config.writer?.(event);
+  const offered = new Set(tools.map((t) => t.name));
 
   const model = async (state: State, config: LangGraphRunnableConfig): Promise<Update> => {
     const offerTools = tools.length > 0 && state.steps < maxSteps;
@@ -69,6 +80,9 @@ function buildGraph(deps: AgentDeps, turn: AgentTurn, tools: ToolSpec[], maxStep
       } else if (event.type === 'tool_calls') calls = event.calls;
       else usage = event.usage;
     }
+    // A model may ask for tools it was not offered (past the step budget, or in chat mode); acting on that would
+    // let it loop until the recursion limit fails the whole turn, so its text is the answer.
+    if (!offerTools) calls = [];
     const reply: ChatMessage = { role: 'assistant', content: text, ...(calls.length > 0 && { toolCalls: calls }) };
     return { messages: [reply], steps: state.steps + 1, usage: add(state.usage, usage) };
   };
@@ -79,6 +93,14 @@ function buildGraph(deps: AgentDeps, turn: AgentTurn, tools: ToolSpec[], maxStep
     const results: ChatMessage[] = [];
     for (const call of calls) {
       emit(config, { type: 'tool_call', name: call.name, args: call.arguments });
+      if (!offered.has(call.name)) {
+        // Only this turn's offer may run: the executor would also run tools kept from the agent (agent_chat would
+        // start a nested turn). The model learns it and can do without.
+        const content = `The tool ${call.name} is not available here.`;
+        emit(config, { type: 'tool_result', name: call.name, content, isError: true });
+        results.push({ role: 'tool', content, toolCallId: call.id, name: call.name });
+        continue;
+      }
       const result = await deps.tools.execute(
         call.name,
         call.arguments,
@@ -126,11 +148,20 @@ export function createAgent(deps: AgentDeps): Agent {
       const tools = turn.mode === 'agent' ? await deps.tools.specsFor(turn.caller) : [];
       const graph = buildGraph(deps, turn, tools, maxSteps);
       const config = { configurable: { thread_id: conversation.id } };
-      const before = ((await graph.getState(config)).values as Partial<State>).messages?.length ?? 0;
+      const checkpointed = ((await graph.getState(config)).values as Partial<State>).messages?.length ?? 0;
+      // A turn cancelled, failed or cut off by a restart after LangGraph checkpointed part of it (its user message,
+      // a tool call not yet answered) was never recorded. The recorded conversation is the truth: the model must
+      // not see such remains, and an unanswered tool call would make an OpenAI-compatible API refuse every later
+      // turn of the conversation.
+      const history =
+        checkpointed === conversation.messageCount
+          ? undefined
+          : (await deps.conversations.messages(conversation.id)).map(toChatMessage);
+      const before = history?.length ?? checkpointed;
 
       const userMessage: ChatMessage = { role: 'user', content: turn.message };
       const stream = await graph.stream(
-        { messages: [userMessage], steps: 0, usage: ZERO },
+        { messages: history ? { replace: [...history, userMessage] } : [userMessage], steps: 0, usage: ZERO },
         {
           ...config,
           streamMode: 'custom',

@@ -1,3 +1,4 @@
+import type { IncomingHttpHeaders } from 'node:http';
 import { parse as parseCookies } from 'cookie';
 import type { Request, RequestHandler } from 'express';
 import { UnauthorizedError } from '../errors.js';
@@ -21,35 +22,37 @@ export interface CredentialVerifiers {
 }
 
 /**
- * The one authentication middleware of every listener. It accepts, in this order, `Authorization: Bearer`,
- * `X-API-Key` and the `session_id` cookie. A credential that is presented and bad is refused: the middleware
- * never falls back to a weaker credential behind it.
+ * Establishes the caller from request headers: `Authorization: Bearer`, then `X-API-Key`, then the `session_id`
+ * cookie. A credential that is presented and bad is refused: it never falls back to a weaker credential behind it.
+ * Shared by the middleware and the WebSocket upgrade, which has headers but no express request.
  */
-export function createAuthenticate(verifiers: CredentialVerifiers): RequestHandler {
-  return async (req, _res, next) => {
-    const authorization = req.get('Authorization');
+export function createCallerResolver(
+  verifiers: CredentialVerifiers,
+): (headers: IncomingHttpHeaders) => Promise<Caller> {
+  return async (headers) => {
+    const authorization = headers.authorization;
     if (authorization !== undefined) {
       const match = /^Bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(authorization);
       if (!match)
         throw new UnauthorizedError('Authorization header must be "Bearer <token>"', { code: 'AUTH_INVALID_TOKEN' });
-      req.caller = await verifiers.bearer(match[1]!);
-      next();
-      return;
+      return verifiers.bearer(match[1]!);
     }
-    const apiKey = req.get('X-API-Key');
+    const apiKey = headers['x-api-key'];
     if (apiKey !== undefined) {
       if (!verifiers.apiKey) throw new UnauthorizedError('API keys are not accepted', { code: 'AUTH_INVALID_TOKEN' });
-      req.caller = await verifiers.apiKey(apiKey);
-      next();
-      return;
+      return verifiers.apiKey(Array.isArray(apiKey) ? (apiKey[0] ?? '') : apiKey);
     }
-    const cookie = sessionCookieOf(req);
-    if (cookie !== undefined) {
-      req.caller = await verifiers.sessionCookie(cookie);
-      next();
-      return;
-    }
+    const cookie = headers.cookie ? parseCookies(headers.cookie)[SESSION_COOKIE] : undefined;
+    if (cookie) return verifiers.sessionCookie(cookie);
     throw new UnauthorizedError('Authentication required', { code: 'AUTH_INVALID_TOKEN' });
+  };
+}
+
+/** The one authentication middleware of every listener: it sets `req.caller` or answers 401. */
+export function createAuthenticate(resolve: (headers: IncomingHttpHeaders) => Promise<Caller>): RequestHandler {
+  return async (req, _res, next) => {
+    req.caller = await resolve(req.headers);
+    next();
   };
 }
 

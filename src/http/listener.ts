@@ -27,6 +27,10 @@ export interface ListenerAppOptions {
   /** Routers outside the route registry (documentation pages, static front ends). */
   extra?: Router[];
   authenticate?: RequestHandler;
+  /** Runs before everything else (Host and Origin checks). */
+  guard?: RequestHandler;
+  /** The WWW-Authenticate challenge of every 401 (it may point at the protected-resource metadata). */
+  wwwAuthenticate?: string;
 }
 
 const JSON_TYPES = ['application/json', 'application/*+json'];
@@ -59,6 +63,7 @@ export function createListenerApp(options: ListenerAppOptions): express.Express 
     next();
   });
   app.use(requestContext(logger, name));
+  if (options.guard) app.use(options.guard);
   app.use(metrics.httpMiddleware);
   app.use(apiVersion());
   app.use(express.json({ limit: bodyLimitBytes, type: JSON_TYPES }));
@@ -79,8 +84,9 @@ export function createListenerApp(options: ListenerAppOptions): express.Express 
   for (const group of options.groups) mount(group, true);
   for (const router of options.extra ?? []) app.use(router);
 
-  app.use(notFoundHandler(areas));
-  app.use(errorHandler(areas));
+  const challenge = options.wwwAuthenticate ? { wwwAuthenticate: options.wwwAuthenticate } : {};
+  app.use(notFoundHandler(areas, challenge));
+  app.use(errorHandler(areas, challenge));
   return app;
 }
 

@@ -106,14 +106,19 @@ function describeIssue(issue: { loc: (string | number)[]; msg: string }): string
   return `${issue.loc.join('.')}: ${issue.msg}`;
 }
 
+export const DEFAULT_CHALLENGE = 'Bearer realm="agent-service"';
+
 /** Renders any thrown value as the given area's error response. */
-export function renderError(area: ErrorArea, thrown: unknown, traceId: string): RenderedError {
+export function renderError(
+  area: ErrorArea,
+  thrown: unknown,
+  traceId: string,
+  wwwAuthenticate = DEFAULT_CHALLENGE,
+): RenderedError {
   const err = toAppError(thrown);
   const rendered = renderers[area](err, traceId);
   const headers = { ...rendered.headers, ...err.headers };
-  if (rendered.status === 401 && !('WWW-Authenticate' in headers)) {
-    headers['WWW-Authenticate'] = 'Bearer realm="agent-service"';
-  }
+  if (rendered.status === 401 && !('WWW-Authenticate' in headers)) headers['WWW-Authenticate'] = wwwAuthenticate;
   if (rendered.status === 429 && 'retryAfterSeconds' in err) headers['Retry-After'] = String(err.retryAfterSeconds);
   return { ...rendered, headers };
 }
@@ -143,16 +148,20 @@ function traceIdOf(req: Request): string {
 }
 
 /** Final middleware: an unmatched route is a 404 in the area's shape. */
-export function notFoundHandler(areas: ErrorAreas): RequestHandler {
+export interface ChallengeOptions {
+  wwwAuthenticate?: string;
+}
+
+export function notFoundHandler(areas: ErrorAreas, options: ChallengeOptions = {}): RequestHandler {
   return (req, res) => {
     const err = new NotFoundError(`No route for ${req.method} ${req.path}`, { code: 'ROUTE_NOT_FOUND' });
-    const rendered = renderError(areas.areaFor(req.path), err, traceIdOf(req));
+    const rendered = renderError(areas.areaFor(req.path), err, traceIdOf(req), options.wwwAuthenticate);
     res.status(rendered.status).set(rendered.headers).json(rendered.body);
   };
 }
 
 /** Final error middleware: logs 5xx with the request id and renders every error in the area's shape. */
-export function errorHandler(areas: ErrorAreas): ErrorRequestHandler {
+export function errorHandler(areas: ErrorAreas, options: ChallengeOptions = {}): ErrorRequestHandler {
   return (thrown: unknown, req, res, next) => {
     const err = toAppError(thrown);
     if (err.status >= 500) req.log.error({ err: err.cause ?? err }, 'request failed');
@@ -162,7 +171,7 @@ export function errorHandler(areas: ErrorAreas): ErrorRequestHandler {
       next(thrown);
       return;
     }
-    const rendered = renderError(areas.areaFor(req.path), err, traceIdOf(req));
+    const rendered = renderError(areas.areaFor(req.path), err, traceIdOf(req), options.wwwAuthenticate);
     res.status(rendered.status).set(rendered.headers).json(rendered.body);
   };
 }

@@ -55,7 +55,9 @@ describe('token mode: POST /auth/login', () => {
     const unknown = await login(app, 'mallory', 'not the password');
     for (const res of [wrong, unknown]) {
       expect(res.status).toBe(401);
-      expect(res.headers.get('www-authenticate')).toBe('Bearer realm="agent-service"');
+      expect(res.headers.get('www-authenticate')).toMatch(
+        /^Bearer realm="agent-service", resource_metadata="http:\/\/127\.0\.0\.1:0\/\.well-known\/oauth-protected-resource\/mcp"$/,
+      );
       const { timestamp, ...rest } = res.body;
       expect(timestamp).toMatch(ISO);
       expect(rest).toEqual({

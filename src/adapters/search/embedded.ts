@@ -66,7 +66,8 @@ export function createEmbeddedSearch(conversations: ConversationsService, markdo
         ...new Set(
           query
             .toLowerCase()
-            .split(/\W+/)
+            // Letters of any script: \W would cut "café" to "caf", which also matches "cafeteria".
+            .split(/[^\p{L}\p{N}]+/u)
             .filter((t) => t.length > 1),
         ),
       ];

@@ -35,9 +35,21 @@ export function createSearxngSearch(baseUrl: string): WebSearch {
           code: 'SERVICE_UNAVAILABLE',
         });
       }
-      const body = (await response.json()) as SearxngResponse;
+      // A proxy's sign-in page or a half-configured instance answers 200 with something else: that is the search
+      // service failing, not an internal error of ours.
+      let body: SearxngResponse | undefined;
+      try {
+        body = (await response.json()) as SearxngResponse;
+      } catch (error) {
+        if (signal?.aborted) throw error;
+      }
+      if (!Array.isArray(body?.results)) {
+        throw new ServiceUnavailableError('The search service answered something other than SearXNG JSON', {
+          code: 'SERVICE_UNAVAILABLE',
+        });
+      }
       const results: SearchResult[] = [];
-      for (const item of body.results ?? []) {
+      for (const item of body.results) {
         if (typeof item.url !== 'string' || typeof item.title !== 'string') continue;
         results.push({
           title: item.title,

@@ -13,6 +13,8 @@ export interface AuthRouteDeps {
   keys: KeyRing;
   /** Whether the service is reached over https (then cookies are Secure). */
   publicUrl: string;
+  /** Who issues the tokens this service accepts (OAuth protected-resource metadata). */
+  authorizationServers: string[];
   /** Facts about a service principal, for `GET /auth/me` called with its token. */
   describePrincipal?: (id: string) => Promise<{ name: string; created_at: string } | undefined>;
 }
@@ -101,6 +103,17 @@ const Jwks = z
     ),
   })
   .meta({ id: 'JsonWebKeySet' });
+
+const ResourceMetadata = z
+  .object({
+    resource: z.string(),
+    authorization_servers: z.array(z.string()),
+    bearer_methods_supported: z.array(z.string()),
+    jwks_uri: z.string(),
+    resource_name: z.string(),
+    resource_documentation: z.string(),
+  })
+  .meta({ id: 'ProtectedResourceMetadata' });
 
 export function clientInfo(req: Request): ClientInfo {
   return { ip: req.ip ?? null, userAgent: req.get('User-Agent') ?? null };
@@ -351,6 +364,28 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
           return keys.jwks();
         },
       }),
+      ...['/oauth-protected-resource', '/oauth-protected-resource/mcp'].map((path) =>
+        defineRoute({
+          method: 'get',
+          path,
+          operationId: path.endsWith('/mcp') ? 'getMcpResourceMetadata' : 'getResourceMetadata',
+          summary: 'OAuth protected-resource metadata (RFC 9728) for MCP clients',
+          tags: TAGS,
+          access: 'public',
+          responses: { 200: { description: 'Protected-resource metadata', schema: ResourceMetadata } },
+          handler: ({ res }) => {
+            res.set('Cache-Control', 'public, max-age=300');
+            return {
+              resource: `${publicUrl}/mcp`,
+              authorization_servers: deps.authorizationServers,
+              bearer_methods_supported: ['header'],
+              jwks_uri: `${publicUrl}/.well-known/jwks.json`,
+              resource_name: 'Agent Service',
+              resource_documentation: `${publicUrl}/docs`,
+            };
+          },
+        }),
+      ),
     ],
   };
 

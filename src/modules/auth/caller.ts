@@ -12,7 +12,7 @@ export interface Caller {
   /** The login session behind the credential; undefined for credentials without one (API keys). */
   sessionId: string | undefined;
   /** Which credential was presented. */
-  via: 'bearer' | 'cookie' | 'api_key';
+  via: 'bearer' | 'cookie' | 'api_key' | 'stdio';
   /** When the credential stops working (epoch seconds), if it expires. */
   expiresAt?: number;
 }

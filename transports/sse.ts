@@ -1,0 +1,118 @@
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { NotFoundError } from '../src/errors.js';
+import { callerOf } from '../src/http/authenticate.js';
+import { type RouteGroup, defineRoute } from '../src/http/route.js';
+import type { Lifecycle } from '../src/lifecycle.js';
+import type { McpCore } from '../src/mcp/core.js';
+import { guardTransport } from '../src/mcp/guard.js';
+import { rateHeaders } from '../src/mcp/policy.js';
+import { SERVER_INFO, authInfoFor } from '../src/mcp/server.js';
+
+interface Connection {
+  transport: SSEServerTransport;
+  server: McpServer;
+  callerId: string;
+}
+
+/**
+ * The deprecated HTTP+SSE transport: `GET /sse` opens the event stream (the standard `endpoint` event, then the
+ * spec's `connected` event) and `POST /messages?sessionId=…` carries the client's messages, answered on the stream.
+ */
+export class LegacySseConnections {
+  readonly #connections = new Map<string, Connection>();
+
+  constructor(private readonly deps: { core: McpCore; lifecycle: Lifecycle }) {}
+
+  get size(): number {
+    return this.#connections.size;
+  }
+
+  async #open(req: Request, res: Response): Promise<void> {
+    const { core, lifecycle } = this.deps;
+    const caller = callerOf(req);
+    const release = core.policy.openStream(caller);
+    const transport = new SSEServerTransport('/messages', res);
+    const server = core.createServer();
+    const id = transport.sessionId;
+    this.#connections.set(id, { transport, server, callerId: caller.id });
+    core.metrics.connections.inc({ server: 'sse' });
+    const stopListening = lifecycle.onStop(() => void transport.close());
+    let closed = false;
+    const cleanUp = () => {
+      if (closed) return;
+      closed = true;
+      this.#connections.delete(id);
+      release();
+      stopListening();
+      core.metrics.connections.dec({ server: 'sse' });
+      void server.close().catch(() => undefined);
+    };
+    transport.onclose = cleanUp;
+    res.on('close', cleanUp);
+    await server.connect(transport);
+    guardTransport(transport, { policy: core.policy, metrics: core.metrics, rateLimit: false });
+    res.write(`event: connected\ndata: ${JSON.stringify({ session_id: id, server: SERVER_INFO })}\n\n`);
+  }
+
+  routes(): RouteGroup[] {
+    const { core } = this.deps;
+    const open: RouteGroup = {
+      prefix: '/sse',
+      area: 'mcp',
+      routes: [
+        defineRoute({
+          method: 'get',
+          path: '/',
+          operationId: 'mcpSseOpen',
+          summary: 'Legacy MCP over SSE: open the event stream (deprecated: use streamable HTTP at /mcp)',
+          tags: ['MCP'],
+          access: 'authenticated',
+          deprecated: true,
+          responses: {
+            200: { description: 'text/event-stream', schema: z.string(), contentType: 'text/event-stream' },
+          },
+          handler: async ({ req, res }) => {
+            await this.#open(req, res);
+          },
+        }),
+      ],
+    };
+    const messages: RouteGroup = {
+      prefix: '/messages',
+      area: 'mcp',
+      routes: [
+        defineRoute({
+          method: 'post',
+          path: '/',
+          operationId: 'mcpSseMessage',
+          summary: 'Legacy MCP over SSE: send a JSON-RPC message (answered on the event stream)',
+          tags: ['MCP'],
+          access: 'authenticated',
+          deprecated: true,
+          request: {
+            query: z.object({ sessionId: z.string().min(1).max(64) }),
+            body: z.unknown().describe('A JSON-RPC 2.0 message'),
+          },
+          responses: { 202: { description: 'Accepted' }, 404: { description: 'Unknown session' } },
+          handler: async ({ query, req, res }) => {
+            const caller = callerOf(req);
+            const connection = this.#connections.get(query.sessionId);
+            // Someone else's stream is reported as missing, like one that does not exist.
+            if (!connection || connection.callerId !== caller.id)
+              throw new NotFoundError('Session not found', { code: 'NOT_FOUND' });
+            res.set(rateHeaders(await core.policy.admitRequest(caller)));
+            await connection.transport.handlePostMessage(
+              Object.assign(req, { auth: authInfoFor(caller) }),
+              res,
+              req.body,
+            );
+          },
+        }),
+      ],
+    };
+    return [open, messages];
+  }
+}

@@ -1,0 +1,206 @@
+import { randomUUID } from 'node:crypto';
+import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import type { Request, Response } from 'express';
+import { z } from 'zod';
+import { callerOf } from '../src/http/authenticate.js';
+import { type RouteGroup, defineRoute } from '../src/http/route.js';
+import type { Lifecycle } from '../src/lifecycle.js';
+import type { Logger } from '../src/logger.js';
+import type { McpCore } from '../src/mcp/core.js';
+import { BoundedEventStore } from '../src/mcp/event-store.js';
+import { guardTransport } from '../src/mcp/guard.js';
+import { rateHeaders } from '../src/mcp/policy.js';
+import { authInfoFor } from '../src/mcp/server.js';
+
+interface Session {
+  transport: StreamableHTTPServerTransport;
+  server: McpServer;
+  /** Only the caller who opened a session may use it. */
+  callerId: string;
+  lastSeen: number;
+}
+
+export interface StreamableHttpOptions {
+  core: McpCore;
+  lifecycle: Lifecycle;
+  logger: Logger;
+  idleMs: number;
+  maxSessions: number;
+}
+
+function jsonRpcError(res: Response, status: number, code: number, message: string): void {
+  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
+}
+
+/**
+ * Streamable HTTP (`POST|GET|DELETE /mcp`) through the SDK's transport: one server per session (`Mcp-Session-Id`),
+ * resumable streams from a bounded event store, protocol version negotiation by the SDK (2024-11-05 and newer),
+ * idle sessions reaped and the number of sessions capped.
+ */
+export class StreamableHttpSessions {
+  readonly #sessions = new Map<string, Session>();
+  readonly #events = new BoundedEventStore();
+  readonly #reaper: NodeJS.Timeout;
+
+  constructor(private readonly options: StreamableHttpOptions) {
+    this.#reaper = setInterval(() => void this.reapIdle(), Math.min(60_000, Math.max(1_000, options.idleMs / 2)));
+    this.#reaper.unref();
+    options.lifecycle.onStop(() => void this.closeAll());
+  }
+
+  get size(): number {
+    return this.#sessions.size;
+  }
+
+  /** Closes sessions unused for longer than the idle time; returns how many. */
+  async reapIdle(now = Date.now()): Promise<number> {
+    const idle = [...this.#sessions.entries()].filter(([, s]) => now - s.lastSeen > this.options.idleMs);
+    await Promise.all(idle.map(([id]) => this.#close(id)));
+    return idle.length;
+  }
+
+  async closeAll(): Promise<void> {
+    clearInterval(this.#reaper);
+    await Promise.all([...this.#sessions.keys()].map((id) => this.#close(id)));
+  }
+
+  async #close(id: string): Promise<void> {
+    const session = this.#sessions.get(id);
+    if (!session) return;
+    this.#sessions.delete(id);
+    await session.transport.close().catch(() => undefined);
+    await session.server.close().catch(() => undefined);
+  }
+
+  /** The caller's session named by the request, or an answer saying there is none (404, as the protocol asks). */
+  #sessionOf(req: Request, res: Response): Session | undefined {
+    const id = req.get('Mcp-Session-Id');
+    const session = id ? this.#sessions.get(id) : undefined;
+    if (!id) jsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+    else if (!session || session.callerId !== callerOf(req).id) jsonRpcError(res, 404, -32001, 'Session not found');
+    else {
+      session.lastSeen = Date.now();
+      return session;
+    }
+    return undefined;
+  }
+
+  async #open(req: Request, res: Response): Promise<void> {
+    const caller = callerOf(req);
+    if (this.#sessions.size >= this.options.maxSessions) await this.reapIdle(Date.now() + this.options.idleMs / 2);
+    if (this.#sessions.size >= this.options.maxSessions) {
+      jsonRpcError(res, 503, -32000, 'Too many open sessions; try again later');
+      return;
+    }
+    const server = this.options.core.createServer();
+    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+      sessionIdGenerator: () => randomUUID(),
+      eventStore: this.#events,
+      onsessioninitialized: (id) => {
+        this.#sessions.set(id, { transport, server, callerId: caller.id, lastSeen: Date.now() });
+      },
+      onsessionclosed: (id) => {
+        this.#sessions.delete(id);
+        void server.close().catch(() => undefined);
+      },
+    });
+    transport.onclose = () => {
+      if (transport.sessionId) this.#sessions.delete(transport.sessionId);
+    };
+    await server.connect(transport);
+    // Requests were counted per HTTP request already; the guard adds per-method metrics.
+    guardTransport(transport, {
+      policy: this.options.core.policy,
+      metrics: this.options.core.metrics,
+      rateLimit: false,
+    });
+    await transport.handleRequest(Object.assign(req, { auth: authInfoFor(caller) }), res, req.body);
+  }
+
+  routes(): RouteGroup {
+    const core = this.options.core;
+    const admit = async (req: Request, res: Response) =>
+      res.set(rateHeaders(await core.policy.admitRequest(callerOf(req))));
+    return {
+      prefix: '/mcp',
+      area: 'mcp',
+      routes: [
+        defineRoute({
+          method: 'post',
+          path: '/',
+          operationId: 'mcpStreamableHttpPost',
+          summary: 'MCP over streamable HTTP: send JSON-RPC messages',
+          description:
+            'Start with an initialize request (no Mcp-Session-Id); the response carries the session id to send with ' +
+            'every later request. Accept must list application/json and text/event-stream.',
+          tags: ['MCP'],
+          access: 'authenticated',
+          request: { body: z.unknown().describe('A JSON-RPC 2.0 message or batch') },
+          responses: {
+            200: { description: 'JSON-RPC response, as JSON or as an event stream', schema: z.unknown() },
+            202: { description: 'Accepted (notifications and responses)' },
+            404: { description: 'Unknown or expired session', schema: z.unknown() },
+          },
+          handler: async ({ req, res }) => {
+            await admit(req, res);
+            const caller = callerOf(req);
+            if (!req.get('Mcp-Session-Id')) {
+              if (!isInitializeRequest(req.body)) {
+                jsonRpcError(res, 400, -32000, 'Bad Request: start the session with an initialize request');
+                return;
+              }
+              await this.#open(req, res);
+              return;
+            }
+            const session = this.#sessionOf(req, res);
+            if (session)
+              await session.transport.handleRequest(Object.assign(req, { auth: authInfoFor(caller) }), res, req.body);
+          },
+        }),
+        defineRoute({
+          method: 'get',
+          path: '/',
+          operationId: 'mcpStreamableHttpGet',
+          summary: 'MCP over streamable HTTP: the server-to-client event stream',
+          description: 'Send Last-Event-ID to resume after a disconnection.',
+          tags: ['MCP'],
+          access: 'authenticated',
+          responses: {
+            200: { description: 'text/event-stream', schema: z.string(), contentType: 'text/event-stream' },
+          },
+          handler: async ({ req, res }) => {
+            const session = this.#sessionOf(req, res);
+            if (!session) return;
+            const caller = callerOf(req);
+            const release = core.policy.openStream(caller);
+            core.metrics.connections.inc({ server: 'streamable_http' });
+            res.on('close', () => {
+              release();
+              core.metrics.connections.dec({ server: 'streamable_http' });
+            });
+            await session.transport.handleRequest(Object.assign(req, { auth: authInfoFor(caller) }), res);
+          },
+        }),
+        defineRoute({
+          method: 'delete',
+          path: '/',
+          operationId: 'mcpStreamableHttpDelete',
+          summary: 'MCP over streamable HTTP: end the session',
+          tags: ['MCP'],
+          access: 'authenticated',
+          responses: {
+            200: { description: 'Session ended' },
+            404: { description: 'Unknown session', schema: z.unknown() },
+          },
+          handler: async ({ req, res }) => {
+            const session = this.#sessionOf(req, res);
+            if (session)
+              await session.transport.handleRequest(Object.assign(req, { auth: authInfoFor(callerOf(req)) }), res);
+          },
+        }),
+      ],
+    };
+  }
+}
