@@ -104,6 +104,7 @@ export interface App {
   readonly mcp: McpCore;
   /** The connection-based MCP transports (their open sessions and connections). */
   readonly transports: { streamable: StreamableHttpSessions; sse: LegacySseConnections; websocket: WebSocketEndpoint };
+  // SERVICES: further modules' services are declared here, one line each.
   /** Available once started. */
   readonly agent: Agent;
   readonly keys: KeyRing;
@@ -233,6 +234,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const watchdog = new EventLoopWatchdog();
   const healthDeps: HealthDeps = { health, startup, lifecycle, watchdog, now };
 
+  // BUILD: further modules' services are built here (before the listeners' route groups).
+
   const streamable = new StreamableHttpSessions({
     core: mcp,
     lifecycle,
@@ -269,6 +272,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         ...restRoutes({ core: mcp, agent: agentRef, lifecycle }),
         streamable.routes(),
         ...sse.routes(),
+        // ROUTES: route groups of further modules go here, one line each.
         ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
       ],
     },
@@ -379,6 +383,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     conversations,
     mcp,
     transports: { streamable, sse, websocket },
+    // EXPOSE: further modules' services are exposed here, one line each.
     get agent() {
       return agentRef();
     },
