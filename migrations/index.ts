@@ -3,6 +3,7 @@ import * as m0001 from './0001_system_settings.js';
 import * as m0002 from './0002_identity.js';
 import * as m0003 from './0003_authz_and_credentials.js';
 import * as m0004 from './0004_conversations.js';
+import * as m0005 from './0005_audit_log.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -14,4 +15,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0002_identity': m0002,
   '0003_authz_and_credentials': m0003,
   '0004_conversations': m0004,
+  '0005_audit_log': m0005,
 };

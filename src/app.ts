@@ -39,6 +39,7 @@ import { ToolExecutor } from './mcp/tools.js';
 import type { Agent } from './modules/agent/agent.port.js';
 import { ConversationsService } from './modules/conversations/conversations.service.js';
 import { getSetting, putSetting } from './modules/system/system.store.js';
+import { AuditService } from './modules/audit/audit.service.js';
 import { TOOLS } from '../tools/index.js';
 import { restRoutes } from '../transports/rest.js';
 import { LegacySseConnections } from '../transports/sse.js';
@@ -104,6 +105,7 @@ export interface App {
   readonly mcp: McpCore;
   /** The connection-based MCP transports (their open sessions and connections). */
   readonly transports: { streamable: StreamableHttpSessions; sse: LegacySseConnections; websocket: WebSocketEndpoint };
+  readonly audit: AuditService;
   // SERVICES: further modules' services are declared here, one line each.
   /** Available once started. */
   readonly agent: Agent;
@@ -234,6 +236,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const watchdog = new EventLoopWatchdog();
   const healthDeps: HealthDeps = { health, startup, lifecycle, watchdog, now };
 
+  const audit = new AuditService(db.kysely, logger, now);
   // BUILD: further modules' services are built here (before the listeners' route groups).
 
   const streamable = new StreamableHttpSessions({
@@ -383,6 +386,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     conversations,
     mcp,
     transports: { streamable, sse, websocket },
+    audit,
     // EXPOSE: further modules' services are exposed here, one line each.
     get agent() {
       return agentRef();

@@ -1,4 +1,5 @@
 import type { ApiKeysTable } from '../modules/api-keys/api-keys.tables.js';
+import type { AuditLogTable } from '../modules/audit/audit.tables.js';
 import type { RefreshTokensTable, SigningKeysTable } from '../modules/auth/auth.tables.js';
 import type { RelationTuplesTable } from '../modules/authz/authz.tables.js';
 import type { ConversationsTable, MessagesTable } from '../modules/conversations/conversations.tables.js';
@@ -20,4 +21,5 @@ export interface Database {
   service_principals: ServicePrincipalsTable;
   conversations: ConversationsTable;
   messages: MessagesTable;
+  audit_log: AuditLogTable;
 }
