@@ -1,7 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { CONTRACT_START, type StoreFactory, freshStorePerTest } from './harness.js';
 import type { CounterStore } from '../../src/adapters/counters/port.js';
 
-const START = Date.UTC(2030, 0, 1);
+const START = CONTRACT_START;
 const WINDOW = 15 * 60_000;
 
 /**
@@ -10,29 +11,12 @@ const WINDOW = 15 * 60_000;
  */
 export function counterStoreContract(
   name: string,
-  make: (clock: { now: () => number; advance(ms: number): void }) => Promise<{
-    store: CounterStore;
-    cleanup: () => Promise<void>;
-  }>,
+  make: StoreFactory<CounterStore>,
 ): void {
   describe(`${name} (CounterStore contract)`, () => {
-    let time: number;
-    const clock = {
-      now: () => time,
-      advance: (ms: number) => {
-        time += ms;
-      },
-    };
-    let store: CounterStore;
-    let cleanup: () => Promise<void>;
-
-    beforeEach(async () => {
-      time = START;
-      ({ store, cleanup } = await make(clock));
-    });
-
-    afterEach(async () => {
-      await cleanup();
+    let store!: CounterStore;
+    const clock = freshStorePerTest(make, (made) => {
+      store = made;
     });
 
     it('starts a window at the first hit and counts within it without moving its end', async () => {

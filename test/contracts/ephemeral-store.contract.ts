@@ -1,7 +1,7 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { type StoreFactory, freshStorePerTest } from './harness.js';
 import type { EphemeralStore } from '../../src/adapters/ephemeral/port.js';
 
-const START = Date.UTC(2030, 0, 1);
 const TTL = 10 * 60_000;
 
 /**
@@ -10,29 +10,12 @@ const TTL = 10 * 60_000;
  */
 export function ephemeralStoreContract(
   name: string,
-  make: (clock: { now: () => number; advance(ms: number): void }) => Promise<{
-    store: EphemeralStore;
-    cleanup: () => Promise<void>;
-  }>,
+  make: StoreFactory<EphemeralStore>,
 ): void {
   describe(`${name} (EphemeralStore contract)`, () => {
-    let time: number;
-    const clock = {
-      now: () => time,
-      advance: (ms: number) => {
-        time += ms;
-      },
-    };
-    let store: EphemeralStore;
-    let cleanup: () => Promise<void>;
-
-    beforeEach(async () => {
-      time = START;
-      ({ store, cleanup } = await make(clock));
-    });
-
-    afterEach(async () => {
-      await cleanup();
+    let store!: EphemeralStore;
+    const clock = freshStorePerTest(make, (made) => {
+      store = made;
     });
 
     it('gives a value back once: a second take finds nothing', async () => {

@@ -1,7 +1,8 @@
-import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { CONTRACT_START, type StoreFactory, freshStorePerTest } from './harness.js';
 import type { SessionRecord, SessionStore } from '../../src/adapters/session-store/port.js';
 
-const START = Date.UTC(2030, 0, 1);
+const START = CONTRACT_START;
 const MINUTE = 60_000;
 const HOUR = 60 * MINUTE;
 const IDLE = 30 * MINUTE;
@@ -13,31 +14,14 @@ const LIFETIME = 8 * HOUR;
  */
 export function sessionStoreContract(
   name: string,
-  make: (clock: { now: () => number; advance(ms: number): void }) => Promise<{
-    store: SessionStore;
-    cleanup: () => Promise<void>;
-  }>,
+  make: StoreFactory<SessionStore>,
 ): void {
   describe(`${name} (SessionStore contract)`, () => {
-    let time: number;
-    const clock = {
-      now: () => time,
-      advance: (ms: number) => {
-        time += ms;
-      },
-    };
-    let store: SessionStore;
-    let cleanup: () => Promise<void>;
-    let seq: number;
-
-    beforeEach(async () => {
-      time = START;
+    let store!: SessionStore;
+    let seq = 0;
+    const clock = freshStorePerTest(make, (made) => {
+      store = made;
       seq = 0;
-      ({ store, cleanup } = await make(clock));
-    });
-
-    afterEach(async () => {
-      await cleanup();
     });
 
     /** A session created now, live for IDLE idle and LIFETIME in all; ids sort in creation order. */

@@ -1,17 +1,24 @@
 import type { AuthorizationModel } from '@openfga/sdk';
+import type { ExpressionBuilder } from 'kysely';
 import type { Db } from '../../db/create-db.js';
+import type { Database } from '../../db/database.js';
+import type { RelationTuplesTable } from '../../modules/authz/authz.tables.js';
 import { Evaluator, type TupleReader, splitObject } from '../../modules/authz/evaluator.js';
 import { embeddedAuthzHealthCheck } from './health.js';
 import type { AuthzService, Tuple, TupleFilter } from './port.js';
 
-interface TupleRow {
-  object_type: string;
-  object_id: string;
-  relation: string;
-  subject_type: string;
-  subject_id: string;
-  subject_relation: string;
-}
+type TupleRow = Omit<RelationTuplesTable, 'created_at'>;
+
+/** The row of exactly this tuple (every column of the primary key). */
+const sameTuple = (row: TupleRow) => (eb: ExpressionBuilder<Database, 'relation_tuples'>) =>
+  eb.and([
+    eb('object_type', '=', row.object_type),
+    eb('object_id', '=', row.object_id),
+    eb('relation', '=', row.relation),
+    eb('subject_type', '=', row.subject_type),
+    eb('subject_id', '=', row.subject_id),
+    eb('subject_relation', '=', row.subject_relation),
+  ]);
 
 function toRow(tuple: Tuple): TupleRow {
   const object = splitObject(tuple.object);
@@ -43,16 +50,10 @@ export function createEmbeddedAuthz(
   const kysely = db.kysely;
   const reader: TupleReader = {
     async has(tuple) {
-      const row = toRow(tuple);
       const found = await kysely
         .selectFrom('relation_tuples')
         .select('relation')
-        .where('object_type', '=', row.object_type)
-        .where('object_id', '=', row.object_id)
-        .where('relation', '=', row.relation)
-        .where('subject_type', '=', row.subject_type)
-        .where('subject_id', '=', row.subject_id)
-        .where('subject_relation', '=', row.subject_relation)
+        .where(sameTuple(toRow(tuple)))
         .executeTakeFirst();
       return found !== undefined;
     },
@@ -93,15 +94,9 @@ export function createEmbeddedAuthz(
 
     async delete(tuples) {
       for (const tuple of tuples) {
-        const row = toRow(tuple);
         await kysely
           .deleteFrom('relation_tuples')
-          .where('object_type', '=', row.object_type)
-          .where('object_id', '=', row.object_id)
-          .where('relation', '=', row.relation)
-          .where('subject_type', '=', row.subject_type)
-          .where('subject_id', '=', row.subject_id)
-          .where('subject_relation', '=', row.subject_relation)
+          .where(sameTuple(toRow(tuple)))
           .execute();
       }
     },

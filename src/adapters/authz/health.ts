@@ -1,10 +1,5 @@
-import {
-  CredentialsMethod,
-  FgaApiAuthenticationError,
-  FgaApiNotFoundError,
-  FgaApiValidationError,
-  OpenFgaClient,
-} from '@openfga/sdk';
+import { FgaApiAuthenticationError, FgaApiNotFoundError, FgaApiValidationError } from '@openfga/sdk';
+import { openFgaClient } from './openfga-client.js';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/create-db.js';
 import type { CheckResult, HealthCheck } from '../../modules/health/health.service.js';
@@ -31,16 +26,7 @@ export function embeddedAuthzHealthCheck(db: Db): HealthCheck {
 
 /** OpenFGA: reachable, the store exists, and the configured (or latest) authorization model loads. */
 export function openFgaHealthCheck(config: OpenFgaConfig): HealthCheck {
-  const client = new OpenFgaClient({
-    apiUrl: config.apiUrl,
-    storeId: config.storeId,
-    ...(config.modelId && { authorizationModelId: config.modelId }),
-    ...(config.apiToken && {
-      credentials: { method: CredentialsMethod.ApiToken, config: { token: config.apiToken } },
-    }),
-    retryParams: { maxRetry: 0 },
-    baseOptions: { timeout: TIMEOUT_MS },
-  });
+  const client = openFgaClient(config, { maxRetry: 0, timeoutMs: TIMEOUT_MS });
   return {
     name: NAME,
     critical: true,

@@ -1,7 +1,6 @@
 import {
   ClientWriteRequestOnDuplicateWrites,
   ClientWriteRequestOnMissingDeletes,
-  CredentialsMethod,
   FgaApiAuthenticationError,
   FgaApiError,
   FgaApiNotFoundError,
@@ -9,8 +8,8 @@ import {
   FgaApiValidationError,
   FgaValidationError,
   NotFoundErrorCode,
-  OpenFgaClient,
 } from '@openfga/sdk';
+import { openFgaClient } from './openfga-client.js';
 import type { AuthorizationModel, ReadRequestTupleKey } from '@openfga/sdk';
 import { splitObject } from '../../modules/authz/evaluator.js';
 import { authorizationModel } from '../../modules/authz/model.js';
@@ -115,16 +114,7 @@ export function createOpenFgaAuthz(
   config: OpenFgaAuthzConfig,
   model: AuthorizationModel = authorizationModel(),
 ): AuthzService {
-  const client = new OpenFgaClient({
-    apiUrl: config.apiUrl,
-    storeId: config.storeId,
-    ...(config.modelId && { authorizationModelId: config.modelId }),
-    ...(config.apiToken && {
-      credentials: { method: CredentialsMethod.ApiToken, config: { token: config.apiToken } },
-    }),
-    retryParams: { maxRetry: MAX_RETRY, minWaitInMs: 50 },
-    baseOptions: { timeout: TIMEOUT_MS },
-  });
+  const client = openFgaClient(config, { maxRetry: MAX_RETRY, minWaitInMs: 50, timeoutMs: TIMEOUT_MS });
 
   const safeUrl = withoutCredentials(config.apiUrl);
   const relationsByType = new Map<string, string[]>(

@@ -1,5 +1,6 @@
 import { offlineLlmHealthCheck } from './health.js';
-import type { ChatMessage, Completion, CompletionRequest, LlmEvent, LlmProvider, ToolCall, ToolSpec } from './port.js';
+import type { ChatMessage, CompletionRequest, LlmEvent, LlmProvider, ToolCall, ToolSpec } from './port.js';
+import { collectCompletion, throwIfAborted } from './stream.js';
 
 /**
  * The offline model: a deterministic stand-in that runs in-process, so the service works (and its agent loop
@@ -32,7 +33,7 @@ export function createOfflineLlm(): LlmProvider {
     provider: 'offline',
     model: 'offline',
     stream: (request) => streamOffline(request),
-    complete: (request) => collect(streamOffline(request)),
+    complete: (request) => collectCompletion(streamOffline(request)),
     healthCheck: () => offlineLlmHealthCheck(),
   };
 }
@@ -162,22 +163,3 @@ function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
 
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (!signal?.aborted) return;
-  // The port promises an AbortError whatever reason the caller aborted with.
-  const reason: unknown = signal.reason;
-  throw reason instanceof Error && reason.name === 'AbortError'
-    ? reason
-    : new DOMException('The completion was aborted', 'AbortError');
-}
-
-async function collect(events: AsyncIterable<LlmEvent>): Promise<Completion> {
-  let text = '';
-  const toolCalls: ToolCall[] = [];
-  for await (const event of events) {
-    if (event.type === 'delta') text += event.text;
-    else if (event.type === 'tool_calls') toolCalls.push(...event.calls);
-    else return { text, toolCalls, usage: event.usage, finishReason: event.finishReason };
-  }
-  throw new Error('the offline model ended its stream without a done event');
-}

@@ -7,9 +7,9 @@ import type {
 } from 'openai/resources/chat/completions';
 import { InternalError, RateLimitError, ServiceUnavailableError } from '../../errors.js';
 import { openAiLlmHealthCheck } from './health.js';
+import { abortError, collectCompletion, throwIfAborted } from './stream.js';
 import type {
   ChatMessage,
-  Completion,
   CompletionRequest,
   FinishReason,
   LlmEvent,
@@ -69,7 +69,7 @@ export function createOpenAiLlm(config: OpenAiLlmConfig): LlmProvider {
     provider: 'openai',
     model: config.model,
     stream,
-    complete: (request) => collect(stream(request)),
+    complete: (request) => collectCompletion(stream(request)),
     healthCheck: () =>
       openAiLlmHealthCheck({ provider: 'openai', baseUrl: config.baseUrl, apiKey: config.apiKey, model: config.model }),
   };
@@ -301,25 +301,3 @@ function retryAfterSeconds(headers: Headers | undefined): number {
   return Number.isNaN(seconds) ? DEFAULT_RETRY_AFTER_SECONDS : Math.max(1, Math.ceil(seconds));
 }
 
-function abortError(signal: AbortSignal): Error {
-  // The port promises an AbortError whatever reason the caller aborted with.
-  const reason: unknown = signal.reason;
-  return reason instanceof Error && reason.name === 'AbortError'
-    ? reason
-    : new DOMException('The completion was aborted', 'AbortError');
-}
-
-function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw abortError(signal);
-}
-
-async function collect(events: AsyncIterable<LlmEvent>): Promise<Completion> {
-  let text = '';
-  const toolCalls: ToolCall[] = [];
-  for await (const event of events) {
-    if (event.type === 'delta') text += event.text;
-    else if (event.type === 'tool_calls') toolCalls.push(...event.calls);
-    else return { text, toolCalls, usage: event.usage, finishReason: event.finishReason };
-  }
-  throw new InternalError('LLM stream ended without a done event', { code: 'INTERNAL_ERROR' });
-}
