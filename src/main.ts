@@ -1,4 +1,7 @@
 #!/usr/bin/env node
+// Password hashing and token verification share libuv's thread pool; with its default of four threads a few
+// concurrent logins stall every request's JWT check. The pool starts on first use, so this still takes effect.
+process.env.UV_THREADPOOL_SIZE ??= '8';
 import { type App, buildApp } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
 import { createDb } from './db/create-db.js';
