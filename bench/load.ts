@@ -13,11 +13,17 @@ export interface LoadResult {
  * A small closed-loop load generator for loopback servers: `connections` keep-alive clients send GETs back to
  * back until `requests` have completed or `maxSeconds` have passed. Bounded in count and time by design.
  */
-export async function load(
-  url: string,
-  options: { connections?: number; requests?: number; maxSeconds?: number } = {},
-): Promise<LoadResult> {
-  const { connections = 32, requests = 20_000, maxSeconds = 15 } = options;
+export interface LoadOptions {
+  connections?: number;
+  requests?: number;
+  maxSeconds?: number;
+  method?: string;
+  headers?: Record<string, string>;
+  body?: string;
+}
+
+export async function load(url: string, options: LoadOptions = {}): Promise<LoadResult> {
+  const { connections = 32, requests = 20_000, maxSeconds = 15, method = 'GET', headers = {}, body } = options;
   const agent = new Agent({ keepAlive: true, maxSockets: connections });
   const target = new URL(url);
   const latencies: number[] = [];
@@ -29,19 +35,29 @@ export async function load(
   const once = () =>
     new Promise<void>((resolve) => {
       const start = performance.now();
-      const req = request({ host: target.hostname, port: target.port, path: target.pathname, agent }, (res) => {
-        res.resume();
-        res.on('end', () => {
-          if ((res.statusCode ?? 500) >= 400) errors += 1;
-          latencies.push(performance.now() - start);
-          resolve();
-        });
-      });
+      const req = request(
+        {
+          host: target.hostname,
+          port: target.port,
+          path: `${target.pathname}${target.search}`,
+          agent,
+          method,
+          headers,
+        },
+        (res) => {
+          res.resume();
+          res.on('end', () => {
+            if ((res.statusCode ?? 500) >= 400) errors += 1;
+            latencies.push(performance.now() - start);
+            resolve();
+          });
+        },
+      );
       req.on('error', () => {
         errors += 1;
         resolve();
       });
-      req.end();
+      req.end(body);
     });
 
   await Promise.all(

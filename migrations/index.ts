@@ -4,6 +4,8 @@ import * as m0002 from './0002_identity.js';
 import * as m0003 from './0003_authz_and_credentials.js';
 import * as m0004 from './0004_conversations.js';
 import * as m0005 from './0005_audit_log.js';
+import * as m0006 from './0006_scim.js';
+import * as m0007 from './0007_data_subject.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -16,4 +18,6 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0003_authz_and_credentials': m0003,
   '0004_conversations': m0004,
   '0005_audit_log': m0005,
+  '0006_scim': m0006,
+  '0007_data_subject': m0007,
 };

@@ -39,7 +39,12 @@ import { ToolExecutor } from './mcp/tools.js';
 import type { Agent } from './modules/agent/agent.port.js';
 import { ConversationsService } from './modules/conversations/conversations.service.js';
 import { getSetting, putSetting } from './modules/system/system.store.js';
+import { auditRoutes } from './modules/audit/audit.routes.js';
 import { AuditService } from './modules/audit/audit.service.js';
+import { dataSubjectRoutes } from './modules/data-subject/data-subject.routes.js';
+import { DataSubjectService } from './modules/data-subject/data-subject.service.js';
+import { type ErasureStep, ErasureService } from './modules/data-subject/erasure.service.js';
+import { erasureSteps } from './modules/data-subject/erasure.steps.js';
 import { TOOLS } from '../tools/index.js';
 import { restRoutes } from '../transports/rest.js';
 import { LegacySseConnections } from '../transports/sse.js';
@@ -74,6 +79,8 @@ import {
   ServicePrincipalsService,
 } from './modules/service-principals/service-principals.service.js';
 import { UsersService } from './modules/users/users.service.js';
+import { scimRoutes } from './modules/scim/scim.routes.js';
+import { ScimService } from './modules/scim/scim.service.js';
 import { versionRoutes } from './modules/version/version.routes.js';
 
 /** What tests and embedders may replace; everything else comes from the config. */
@@ -85,6 +92,8 @@ export interface AppOverrides {
    * structured logs, which must never carry secrets.
    */
   announce?: (message: string) => void;
+  /** Adjusts the account erasure's ordered steps (tests make one fail, to see the erasure stop and resume). */
+  erasureSteps?: (steps: ErasureStep[]) => ErasureStep[];
 }
 
 export interface App {
@@ -106,7 +115,9 @@ export interface App {
   /** The connection-based MCP transports (their open sessions and connections). */
   readonly transports: { streamable: StreamableHttpSessions; sse: LegacySseConnections; websocket: WebSocketEndpoint };
   readonly audit: AuditService;
-  // SERVICES: further modules' services are declared here, one line each.
+  readonly scim: ScimService;
+  readonly dataSubject: DataSubjectService;
+  readonly erasure: ErasureService;
   /** Available once started. */
   readonly agent: Agent;
   readonly keys: KeyRing;
@@ -165,11 +176,12 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   // Retired keys verify for one access-token lifetime more, plus a minute of clock leeway.
   const keys = new KeyRing(db.kysely, (config.auth.accessTokenTtlSeconds + 60) * 1000, now);
   const tokens = new TokenService(keys, config.publicUrl, config.auth.accessTokenTtlSeconds, now);
-  const auth = new AuthService({ config: config.auth, db: db.kysely, users, tokens, logger, now, ...stores });
+  const audit = new AuditService(db.kysely, logger, now);
+  const auth = new AuthService({ config: config.auth, db: db.kysely, users, tokens, logger, audit, now, ...stores });
   const sso = config.auth.oidc
-    ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger })
+    ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger, audit })
     : undefined;
-  const apiKeys = new ApiKeysService({ db, users, tokens, now });
+  const apiKeys = new ApiKeysService({ db, users, tokens, audit, now });
   auth.registerTokenFamily(API_KEY_TOKEN_FAMILY, (sid, subject) => apiKeys.isLive(sid, subject));
   const principals = new ServicePrincipalsService({
     db: db.kysely,
@@ -177,6 +189,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     users,
     tokens,
     throttle: auth.throttle,
+    audit,
     now,
   });
   auth.registerTokenFamily(PRINCIPAL_TOKEN_FAMILY, (sid, subject) => principals.isLive(sid, subject));
@@ -236,8 +249,41 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const watchdog = new EventLoopWatchdog();
   const healthDeps: HealthDeps = { health, startup, lifecycle, watchdog, now };
 
-  const audit = new AuditService(db.kysely, logger, now);
-  // BUILD: further modules' services are built here (before the listeners' route groups).
+  const scim = new ScimService({
+    db,
+    authz,
+    revokeUser: (id) => auth.revokeUser(id),
+    audit,
+    logger,
+    publicUrl: config.publicUrl,
+    bodyLimitBytes: config.bodyLimitBytes,
+    now,
+  });
+  const erasure = new ErasureService({
+    db: db.kysely,
+    users,
+    audit,
+    logger,
+    now,
+    steps: (overrides.erasureSteps ?? ((steps) => steps))(
+      erasureSteps({
+        auth,
+        users,
+        apiKeys,
+        principals,
+        conversations,
+        authz,
+        audit,
+        policy,
+        // Start-up creates the checkpointer; erasure is served only after start-up.
+        deleteThread: (threadId) => {
+          if (!checkpointer) throw new Error('the checkpointer is not started');
+          return checkpointer.deleteThread(threadId);
+        },
+      }),
+    ),
+  });
+  const dataSubject = new DataSubjectService({ db: db.kysely, users, auth, conversations, audit, now });
 
   const streamable = new StreamableHttpSessions({
     core: mcp,
@@ -276,6 +322,9 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         streamable.routes(),
         ...sse.routes(),
         // ROUTES: route groups of further modules go here, one line each.
+        scimRoutes(scim),
+        auditRoutes({ audit, authz }),
+        dataSubjectRoutes({ dataSubject, erasure }),
         ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
       ],
     },
@@ -387,7 +436,9 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     mcp,
     transports: { streamable, sse, websocket },
     audit,
-    // EXPOSE: further modules' services are exposed here, one line each.
+    scim,
+    dataSubject,
+    erasure,
     get agent() {
       return agentRef();
     },

@@ -10,8 +10,16 @@ export type Checkpointer = BaseCheckpointSaver & { deleteThread(threadId: string
  * LangGraph state lives in the service's own database: SQLite's saver on SQLite, PostgreSQL's (in its own
  * `langgraph` schema) on PostgreSQL, so conversations continue across restarts and instances.
  */
+/** SQLite's saver creates its tables on first use, but its `deleteThread` is not such a use: erasure may come first. */
+class SqliteCheckpointer extends SqliteSaver {
+  override async deleteThread(threadId: string): Promise<void> {
+    this.setup();
+    await super.deleteThread(threadId);
+  }
+}
+
 export async function createCheckpointer(db: Db): Promise<Checkpointer> {
-  if (db.raw.dialect === 'sqlite') return new SqliteSaver(db.raw.database);
+  if (db.raw.dialect === 'sqlite') return new SqliteCheckpointer(db.raw.database);
   const saver = new PostgresSaver(db.raw.pool, undefined, { schema: 'langgraph' });
   await saver.setup();
   return saver;

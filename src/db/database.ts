@@ -3,6 +3,14 @@ import type { AuditLogTable } from '../modules/audit/audit.tables.js';
 import type { RefreshTokensTable, SigningKeysTable } from '../modules/auth/auth.tables.js';
 import type { RelationTuplesTable } from '../modules/authz/authz.tables.js';
 import type { ConversationsTable, MessagesTable } from '../modules/conversations/conversations.tables.js';
+import type { ConsentsTable, UserPreferencesTable } from '../modules/data-subject/data-subject.tables.js';
+import type {
+  ScimGroupsTable,
+  ScimSuspendedTuplesTable,
+  ScimUserAddressesTable,
+  ScimUserValuesTable,
+  ScimUsersTable,
+} from '../modules/scim/scim.tables.js';
 import type { ServicePrincipalsTable } from '../modules/service-principals/service-principals.tables.js';
 import type { SystemSettingsTable } from '../modules/system/system.tables.js';
 import type { GroupMembersTable, GroupsTable, UserIdentitiesTable, UsersTable } from '../modules/users/users.tables.js';
@@ -22,4 +30,11 @@ export interface Database {
   conversations: ConversationsTable;
   messages: MessagesTable;
   audit_log: AuditLogTable;
+  consents: ConsentsTable;
+  user_preferences: UserPreferencesTable;
+  scim_users: ScimUsersTable;
+  scim_user_values: ScimUserValuesTable;
+  scim_user_addresses: ScimUserAddressesTable;
+  scim_groups: ScimGroupsTable;
+  scim_suspended_tuples: ScimSuspendedTuplesTable;
 }

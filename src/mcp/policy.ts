@@ -21,6 +21,8 @@ export interface RateState {
 const WINDOW_MS = 60_000;
 
 export const toolObject = (name: string): string => `tool:${name}`;
+const requestKey = (subject: string): string => `mcp:req:${subject}`;
+const toolCallKey = (subject: string): string => `mcp:tool:${subject}`;
 
 /** `X-RateLimit-*` headers for a window. */
 export function rateHeaders(state: RateState): Record<string, string> {
@@ -36,8 +38,13 @@ export function rateHeaders(state: RateState): Record<string, string> {
  * how many requests and tool calls a caller may make per minute, and how many streams it may hold open. Counters
  * live in the counter store (shared through Redis when configured); open streams are counted per instance.
  */
+/** How long a caller's list of visible tools is reused: listing only; every call is authorized afresh. */
+const VISIBILITY_TTL_MS = 1_000;
+const VISIBILITY_CACHE_LIMIT = 10_000;
+
 export class McpPolicy {
   readonly #streams = new Map<string, number>();
+  readonly #visible = new Map<string, { at: number; tools: string[] }>();
 
   constructor(
     private readonly deps: { authz: AuthzService; counters: CounterStore; limits: McpLimits; now?: () => Date },
@@ -45,7 +52,20 @@ export class McpPolicy {
 
   /** Counts one MCP request against the caller's per-minute budget; 429 beyond it. */
   admitRequest(caller: Caller): Promise<RateState> {
-    return this.#admit(`mcp:req:${subjectOf(caller)}`, this.deps.limits.requestsPerMinute, 'Too many MCP requests');
+    return this.#admit(requestKey(subjectOf(caller)), this.deps.limits.requestsPerMinute, 'Too many MCP requests');
+  }
+
+  /**
+   * Forgets a subject's rate-limit windows (account erasure: their keys name the subject). Returns how many were
+   * counting.
+   */
+  async forget(subject: string): Promise<number> {
+    let forgotten = 0;
+    for (const key of [requestKey(subject), toolCallKey(subject)]) {
+      if ((await this.deps.counters.peek(key)).count > 0) forgotten += 1;
+      await this.deps.counters.reset(key);
+    }
+    return forgotten;
   }
 
   /** Whether the caller may call the tool (403 `permission_denied` if not), then counts the call (429 beyond). */
@@ -53,14 +73,25 @@ export class McpPolicy {
     if (!(await this.deps.authz.check(subjectOf(caller), 'executor', toolObject(tool)))) {
       throw new ForbiddenError(`Permission denied: you may not call the tool ${tool}`, { code: 'AUTH_ACCESS_DENIED' });
     }
-    await this.#admit(`mcp:tool:${subjectOf(caller)}`, this.deps.limits.toolCallsPerMinute, 'Too many tool calls');
+    await this.#admit(toolCallKey(subjectOf(caller)), this.deps.limits.toolCallsPerMinute, 'Too many tool calls');
   }
 
-  /** The tools among `names` the caller may see (`viewer`, which `executor` implies). */
+  /**
+   * The tools among `names` the caller may see (`viewer`, which `executor` implies). Clients list tools often and
+   * each check walks the tuples, so a caller's answer is reused for a second; a revocation shows in listings after
+   * at most that long, and never lets a call through (calls are checked by `admitToolCall`).
+   */
   async visibleTools(caller: Caller, names: string[]): Promise<string[]> {
     const subject = subjectOf(caller);
+    const key = `${subject}|${names.join(',')}`;
+    const now = Date.now();
+    const cached = this.#visible.get(key);
+    if (cached && now - cached.at < VISIBILITY_TTL_MS) return cached.tools;
     const allowed = await Promise.all(names.map((name) => this.deps.authz.check(subject, 'viewer', toolObject(name))));
-    return names.filter((_, i) => allowed[i]);
+    const tools = names.filter((_, i) => allowed[i]);
+    if (this.#visible.size >= VISIBILITY_CACHE_LIMIT) this.#visible.clear();
+    this.#visible.set(key, { at: now, tools });
+    return tools;
   }
 
   /** Reserves one of the caller's concurrent streams; call the returned function when the stream ends. */

@@ -51,8 +51,15 @@ function callerFrom(extra: { authInfo?: AuthInfo }, fallback: Caller | undefined
   return (extra.authInfo?.extra?.caller as Caller | undefined) ?? fallback;
 }
 
-/** A tool as `tools/list` shows it: schemas from the same zod shapes that validate the arguments. */
+const described = new WeakMap<ToolDefinition, Tool>();
+
+/**
+ * A tool as `tools/list` shows it: schemas from the same zod shapes that validate the arguments. Converting them
+ * costs far more than the rest of a listing, and they never change, so each tool is described once.
+ */
 function describeTool(tool: ToolDefinition): Tool {
+  const known = described.get(tool);
+  if (known) return known;
   const schema = (shape: z.ZodRawShape) => {
     const { $schema: _, ...json } = z.toJSONSchema(z.object(shape), { io: 'input' }) as Record<string, unknown>;
     return json as Tool['inputSchema'];

@@ -89,6 +89,8 @@ export function errorResult(error: AppError, traceId?: string): CallToolResult {
  */
 export class ToolExecutor {
   readonly #tools = new Map<string, ToolDefinition>();
+  /** Each tool's parameters as JSON Schema, computed once: the conversion is costly and the schemas are fixed. */
+  readonly #parameters = new Map<string, Record<string, unknown>>();
 
   constructor(
     private readonly deps: { services: ToolServices; policy: McpPolicy; metrics: McpMetrics },
@@ -116,10 +118,20 @@ export class ToolExecutor {
     );
     return candidates
       .filter((t) => visible.has(t.name))
-      .map((t) => {
-        const { $schema: _, ...parameters } = z.toJSONSchema(z.object(t.inputSchema)) as Record<string, unknown>;
-        return { name: t.name, description: t.description, parameters };
-      });
+      .map((t) => ({ name: t.name, description: t.description, parameters: this.#parametersOf(t) }));
+  }
+
+  #parametersOf(tool: ToolDefinition): Record<string, unknown> {
+    let parameters = this.#parameters.get(tool.name);
+    if (!parameters) {
+      const { $schema: _, ...schema } = z.toJSONSchema(z.object(tool.inputSchema), { io: 'input' }) as Record<
+        string,
+        unknown
+      >;
+      parameters = schema;
+      this.#parameters.set(tool.name, parameters);
+    }
+    return parameters;
   }
 
   /** Validates raw arguments (from the model, say) and runs the tool. */

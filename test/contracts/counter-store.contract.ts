@@ -9,10 +9,7 @@ const WINDOW = 15 * 60_000;
  * What every CounterStore must do. `make` builds a fresh, empty store whose `now()` is the given clock; the
  * clock starts at 2030-01-01 and only moves when a test advances it.
  */
-export function counterStoreContract(
-  name: string,
-  make: StoreFactory<CounterStore>,
-): void {
+export function counterStoreContract(name: string, make: StoreFactory<CounterStore>): void {
   describe(`${name} (CounterStore contract)`, () => {
     let store!: CounterStore;
     const clock = freshStorePerTest(make, (made) => {

@@ -8,10 +8,7 @@ const TTL = 10 * 60_000;
  * What every EphemeralStore must do. `make` builds a fresh, empty store whose `now()` is the given clock; the
  * clock starts at 2030-01-01 and only moves when a test advances it.
  */
-export function ephemeralStoreContract(
-  name: string,
-  make: StoreFactory<EphemeralStore>,
-): void {
+export function ephemeralStoreContract(name: string, make: StoreFactory<EphemeralStore>): void {
   describe(`${name} (EphemeralStore contract)`, () => {
     let store!: EphemeralStore;
     const clock = freshStorePerTest(make, (made) => {

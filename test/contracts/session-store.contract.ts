@@ -12,10 +12,7 @@ const LIFETIME = 8 * HOUR;
  * What every SessionStore must do. `make` builds a fresh, empty store whose `now()` is the given clock; the
  * clock starts at 2030-01-01 and only moves when a test advances it.
  */
-export function sessionStoreContract(
-  name: string,
-  make: StoreFactory<SessionStore>,
-): void {
+export function sessionStoreContract(name: string, make: StoreFactory<SessionStore>): void {
   describe(`${name} (SessionStore contract)`, () => {
     let store!: SessionStore;
     let seq = 0;

@@ -162,4 +162,3 @@ function usage(promptTokens: number, completionTokens: number) {
 function nextTurn(): Promise<void> {
   return new Promise((resolve) => setImmediate(resolve));
 }
-

@@ -300,4 +300,3 @@ function retryAfterSeconds(headers: Headers | undefined): number {
   const seconds = /^\d+(\.\d+)?$/.test(value) ? Number(value) : (Date.parse(value) - Date.now()) / 1000;
   return Number.isNaN(seconds) ? DEFAULT_RETRY_AFTER_SECONDS : Math.max(1, Math.ceil(seconds));
 }
-

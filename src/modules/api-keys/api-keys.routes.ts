@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { BadRequestError, ForbiddenError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
+import { clientInfo } from '../auth/auth.routes.js';
 import { type ApiKeysService, DEFAULT_EXPIRES_DAYS, MAX_EXPIRES_DAYS, MAX_KEYS_PER_USER } from './api-keys.service.js';
 
 const TAGS = ['API keys'];
@@ -87,7 +88,11 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
           400: { description: 'Invalid input, or the key limit is reached' },
         },
         handler: async ({ body, req }) => {
-          const created = await keys.create(userCaller(req).id, { name: body.name, expiresDays: body.expires_days });
+          const created = await keys.create(
+            userCaller(req).id,
+            { name: body.name, expiresDays: body.expires_days },
+            clientInfo(req),
+          );
           const { last_used: _, ...rest } = created;
           return { ...rest, message: 'Store this key now: it will not be shown again' };
         },
@@ -124,7 +129,7 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
           404: { description: 'No such key of yours' },
         },
         handler: async ({ params, req }) => ({
-          ...(await keys.rotate(userCaller(req).id, params.key_id)),
+          ...(await keys.rotate(userCaller(req).id, params.key_id, clientInfo(req))),
           message: 'Store this key now: it will not be shown again; the previous value no longer works',
         }),
       }),
@@ -138,7 +143,7 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
         request: { params: keyParams },
         responses: { 204: { description: 'Deleted' }, 404: { description: 'No such key of yours' } },
         handler: async ({ params, req }) => {
-          await keys.delete(userCaller(req).id, params.key_id);
+          await keys.delete(userCaller(req).id, params.key_id, clientInfo(req));
           return new Reply(204);
         },
       }),

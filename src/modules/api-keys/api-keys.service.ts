@@ -1,6 +1,10 @@
 import { randomUUID } from 'node:crypto';
+import type { Kysely, Transaction } from 'kysely';
 import type { Db } from '../../db/create-db.js';
+import type { Database } from '../../db/database.js';
 import { BadRequestError, NotFoundError, UnauthorizedError } from '../../errors.js';
+import type { AuditRecorder } from '../audit/audit.port.js';
+import type { ClientInfo } from '../auth/auth.service.js';
 import type { Caller } from '../auth/caller.js';
 import { base62 } from '../auth/secrets.js';
 import { type TokenService, hashSecret } from '../auth/tokens.js';
@@ -38,13 +42,22 @@ const toInfo = (row: KeyRow): ApiKeyInfo => ({
 export class ApiKeysService {
   private readonly now: () => Date;
 
-  constructor(private readonly deps: { db: Db; users: UsersService; tokens: TokenService; now?: () => Date }) {
+  constructor(
+    private readonly deps: {
+      db: Db;
+      users: UsersService;
+      tokens: TokenService;
+      audit: AuditRecorder;
+      now?: () => Date;
+    },
+  ) {
     this.now = deps.now ?? (() => new Date());
   }
 
   async create(
     userId: string,
     input: { name: string; expiresDays: number },
+    client: ClientInfo,
   ): Promise<ApiKeyInfo & { api_key: string }> {
     const { db } = this.deps;
     const now = this.now();
@@ -71,6 +84,7 @@ export class ApiKeysService {
       }
       await store.insertKey(trx, row);
     });
+    await this.#audit('api_key.created', userId, row, client);
     return { ...toInfo(row), api_key: key };
   }
 
@@ -84,16 +98,23 @@ export class ApiKeysService {
   }
 
   /** A new value under the same key_id; the old value, and tokens exchanged for it, stop working at once. */
-  async rotate(userId: string, keyId: string): Promise<{ key_id: string; new_api_key: string }> {
+  async rotate(userId: string, keyId: string, client: ClientInfo): Promise<{ key_id: string; new_api_key: string }> {
     const row = await this.#owned(userId, keyId);
     const key = `${KEY_PREFIX}${base62(48)}`;
     await store.updateKey(this.deps.db.kysely, row.id, { key_hash: hashSecret(key), generation: row.generation + 1 });
+    await this.#audit('api_key.rotated', userId, row, client);
     return { key_id: row.id, new_api_key: key };
   }
 
-  async delete(userId: string, keyId: string): Promise<void> {
+  async delete(userId: string, keyId: string, client: ClientInfo): Promise<void> {
     const row = await this.#owned(userId, keyId);
     await store.deleteKey(this.deps.db.kysely, row.id);
+    await this.#audit('api_key.deleted', userId, row, client);
+  }
+
+  /** Erasure: deletes every key of the user through `db` (the erasure's transaction); returns how many. */
+  deleteAllOf(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
+    return store.deleteKeysOf(db, userId);
   }
 
   /** The caller an `X-API-Key` stands for: the key's owner, with the owner's permissions. */
@@ -152,6 +173,21 @@ export class ApiKeysService {
       await store.updateKey(this.deps.db.kysely, row.id, { last_used: now.toISOString() });
     }
     return { row, user };
+  }
+
+  #audit(
+    type: 'api_key.created' | 'api_key.rotated' | 'api_key.deleted',
+    userId: string,
+    row: KeyRow,
+    client: ClientInfo,
+  ): Promise<void> {
+    return this.deps.audit.record({
+      type,
+      actorId: userId,
+      ipAddress: client.ip,
+      userAgent: client.userAgent,
+      details: { key_id: row.id, ...(type === 'api_key.rotated' && { generation: row.generation + 1 }) },
+    });
   }
 
   /** Another user's key is reported as missing: its existence is not theirs to learn. */

@@ -40,3 +40,8 @@ export async function deleteKey(db: Executor, id: string): Promise<boolean> {
   const result = await db.deleteFrom('api_keys').where('id', '=', id).executeTakeFirst();
   return Number(result.numDeletedRows) === 1;
 }
+
+export async function deleteKeysOf(db: Executor, userId: string): Promise<number> {
+  const result = await db.deleteFrom('api_keys').where('user_id', '=', userId).executeTakeFirst();
+  return Number(result.numDeletedRows);
+}

@@ -1,34 +1,42 @@
+import type { Caller } from '../auth/caller.js';
+import { principalObject } from '../authz/subjects.js';
+
 /**
  * Security-relevant events, appended to the audit log by every module. Implemented by the audit module
  * (`audit.service.ts`), which stores them append-only and anonymizes them on erasure.
+ *
+ * Every kind of event, as stored in `audit_log.type` and accepted by the admin endpoint's `type` filter.
  */
-export type AuditEventType =
-  | 'login.succeeded'
-  | 'login.failed'
-  | 'logout'
-  | 'session.revoked'
-  | 'refresh_token.reused'
-  | 'sso.login'
-  | 'api_key.created'
-  | 'api_key.rotated'
-  | 'api_key.deleted'
-  | 'service_principal.created'
-  | 'service_principal.secret_rotated'
-  | 'service_principal.associated'
-  | 'service_principal.deleted'
-  | 'client_credentials.failed'
-  | 'scim.user.created'
-  | 'scim.user.updated'
-  | 'scim.user.deactivated'
-  | 'scim.user.reactivated'
-  | 'scim.user.deleted'
-  | 'scim.group.created'
-  | 'scim.group.updated'
-  | 'scim.group.deleted'
-  | 'profile.updated'
-  | 'consent.changed'
-  | 'data.exported'
-  | 'account.erased';
+export const AUDIT_EVENT_TYPES = [
+  'login.succeeded',
+  'login.failed',
+  'logout',
+  'session.revoked',
+  'refresh_token.reused',
+  'sso.login',
+  'api_key.created',
+  'api_key.rotated',
+  'api_key.deleted',
+  'service_principal.created',
+  'service_principal.secret_rotated',
+  'service_principal.associated',
+  'service_principal.deleted',
+  'client_credentials.failed',
+  'scim.user.created',
+  'scim.user.updated',
+  'scim.user.deactivated',
+  'scim.user.reactivated',
+  'scim.user.deleted',
+  'scim.group.created',
+  'scim.group.updated',
+  'scim.group.deleted',
+  'profile.updated',
+  'consent.changed',
+  'data.exported',
+  'account.erased',
+] as const;
+
+export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];
 
 export interface AuditEvent {
   type: AuditEventType;
@@ -44,4 +52,9 @@ export interface AuditEvent {
 
 export interface AuditRecorder {
   record(event: AuditEvent): Promise<void>;
+}
+
+/** How an event names whoever acted: a user by id, a service principal as `service_principal:<id>`. */
+export function actorOf(caller: Caller): string {
+  return caller.kind === 'service' ? principalObject(caller.id) : caller.id;
 }

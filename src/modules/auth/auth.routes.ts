@@ -187,7 +187,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
             if (!body.refresh_token)
               throw new BadRequestError('refresh_token is required with grant_type refresh_token');
             if (auth.mode !== 'token') throw new BadRequestError('Refresh tokens are issued only in token mode');
-            return tokenPair(await auth.refresh(body.refresh_token));
+            return tokenPair(await auth.refresh(body.refresh_token, clientInfo(req)));
           }
           if (!body.password) throw new BadRequestError('password is required', { code: 'VALIDATION_ERROR' });
           const result = await auth.login(body.username, body.password, clientInfo(req));
@@ -207,7 +207,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
           200: { description: 'New token pair', schema: TokenResponse },
           401: { description: 'Invalid, expired or reused refresh token' },
         },
-        handler: async ({ body }) => tokenPair(await auth.refresh(body.refresh_token)),
+        handler: async ({ body, req }) => tokenPair(await auth.refresh(body.refresh_token, clientInfo(req))),
       }),
       defineRoute({
         method: 'post',
@@ -220,8 +220,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         access: 'authenticated',
         responses: { 200: { description: 'Logged out', schema: Message } },
         handler: async ({ req, res }) => {
-          const caller = callerOf(req);
-          if (caller.sessionId) await auth.revokeSession(caller.sessionId);
+          await auth.logout(callerOf(req), clientInfo(req));
           clearSessionCookie(res);
           return { message: 'Logged out' };
         },
@@ -307,7 +306,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         },
         handler: async ({ params, req, res }) => {
           const caller = callerOf(req);
-          await auth.revokeOwnSession(caller, params.session_id);
+          await auth.revokeOwnSession(caller, params.session_id, clientInfo(req));
           if (params.session_id.split('.')[0] === caller.sessionId) clearSessionCookie(res);
           return { message: 'Session revoked' };
         },

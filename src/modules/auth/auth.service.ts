@@ -1,11 +1,12 @@
 import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import type { CounterStore } from '../../adapters/counters/port.js';
 import type { SessionRecord, SessionStore } from '../../adapters/session-store/port.js';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/database.js';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
+import { type AuditRecorder, actorOf } from '../audit/audit.port.js';
 import type { User, UsersService } from '../users/users.service.js';
 import { userKey } from '../users/users.store.js';
 import * as store from './auth.store.js';
@@ -39,6 +40,8 @@ export interface LoginResult {
 }
 
 const INVALID_CREDENTIALS = 'Invalid username or password';
+/** For calls made without an HTTP client behind them. */
+const NO_CLIENT: ClientInfo = { ip: null, userAgent: null };
 /** Session use is recorded at most this often, so that every request does not write to the store. */
 const TOUCH_EVERY_MS = 60_000;
 
@@ -62,6 +65,7 @@ export interface AuthServiceDeps {
   counters: CounterStore;
   tokens: TokenService;
   logger: Logger;
+  audit: AuditRecorder;
   now?: () => Date;
 }
 
@@ -117,11 +121,27 @@ export class AuthService {
     if (!user) {
       await this.throttle.fail(keys);
       this.deps.logger.info({ event: 'login_failed', ip: client.ip }, 'login failed');
+      // The event names the account when there is one, never the text typed: that may be a mistyped password.
+      await this.deps.audit.record({
+        type: 'login.failed',
+        actorId: null,
+        subjectId: await this.deps.users.idByLogin(login),
+        ipAddress: client.ip,
+        userAgent: client.userAgent,
+        details: { method: 'password', reason: 'invalid_credentials' },
+      });
       throw new UnauthorizedError(INVALID_CREDENTIALS, { code: 'AUTH_INVALID_CREDENTIALS' });
     }
     await this.throttle.succeed(keys[0]!);
     const result = await this.startSession(user, client);
     this.deps.logger.info({ event: 'login', user_id: user.id }, 'login succeeded');
+    await this.deps.audit.record({
+      type: 'login.succeeded',
+      actorId: user.id,
+      ipAddress: client.ip,
+      userAgent: client.userAgent,
+      details: { method: 'password', session_id: result.session.id },
+    });
     return result;
   }
 
@@ -146,6 +166,15 @@ export class AuthService {
     };
     const { evicted } = await this.deps.sessions.create(record, limits.maxConcurrent);
     await Promise.all(evicted.map((id) => store.deleteSessionTokens(this.deps.db, id)));
+    for (const id of evicted) {
+      await this.deps.audit.record({
+        type: 'session.revoked',
+        actorId: user.id,
+        ipAddress: client.ip,
+        userAgent: client.userAgent,
+        details: { session_id: id, reason: 'concurrent_session_limit' },
+      });
+    }
     await this.deps.users.recordLogin(user.id);
     const session: StartedSession = {
       id: record.id,
@@ -157,10 +186,10 @@ export class AuthService {
   }
 
   /** Exchanges a refresh token for a new pair. A token presented twice revokes its whole session. */
-  async refresh(refreshToken: string): Promise<TokenPair> {
+  async refresh(refreshToken: string, client: ClientInfo = NO_CLIENT): Promise<TokenPair> {
     const row = await store.findRefreshToken(this.deps.db, hashSecret(refreshToken));
     if (!row) throw new UnauthorizedError('Invalid refresh token', { code: 'AUTH_INVALID_TOKEN' });
-    if (row.used_at !== null) return this.#reuseDetected(row.session_id, row.user_id);
+    if (row.used_at !== null) return this.#reuseDetected(row.session_id, row.user_id, client);
     const now = this.now();
     if (Date.parse(row.expires_at) <= now.getTime()) {
       throw new UnauthorizedError('Refresh token has expired', { code: 'AUTH_INVALID_TOKEN' });
@@ -173,7 +202,7 @@ export class AuthService {
     }
     // Only one of two concurrent exchanges of the same token may win; the loser is treated as reuse.
     if (!(await store.markRefreshTokenUsed(this.deps.db, row.id, now.toISOString()))) {
-      return this.#reuseDetected(row.session_id, row.user_id);
+      return this.#reuseDetected(row.session_id, row.user_id, client);
     }
     await this.deps.sessions.touch(session.id, now.getTime());
     return this.#tokenPair(user, session.id, now.getTime());
@@ -186,11 +215,51 @@ export class AuthService {
     return existed;
   }
 
+  /** Ends the caller's current session (POST /auth/logout, SSO logout). */
+  async logout(caller: Caller, client: ClientInfo, method: 'password' | 'sso' = 'password'): Promise<void> {
+    if (!caller.sessionId) return;
+    await this.revokeSession(caller.sessionId);
+    await this.deps.audit.record({
+      type: 'logout',
+      actorId: actorOf(caller),
+      ipAddress: client.ip,
+      userAgent: client.userAgent,
+      details: { session_id: caller.sessionId, method },
+    });
+  }
+
   /** Ends every session of a user (deactivation, erasure, password change). */
   async revokeUser(userId: string): Promise<number> {
     const count = await this.deps.sessions.deleteByUser(userId);
     await store.deleteUserTokens(this.deps.db, userId);
     return count;
+  }
+
+  /**
+   * Erasure: deletes the user's sessions from the session store (only there: their refresh tokens are the
+   * database's, see `deleteRefreshTokensOf`) and returns how many were live.
+   */
+  deleteSessionsOf(userId: string): Promise<number> {
+    return this.deps.sessions.deleteByUser(userId);
+  }
+
+  /** Erasure: deletes the user's refresh tokens through `db` (the erasure's transaction) and returns how many. */
+  deleteRefreshTokensOf(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
+    return store.deleteUserTokens(db, userId);
+  }
+
+  /**
+   * Erasure: forgets the failed-login counters kept under the user's login names (their keys name the account).
+   * Returns how many were counting.
+   */
+  async forgetLoginFailures(logins: string[]): Promise<number> {
+    let forgotten = 0;
+    for (const login of new Set(logins.map(userKey))) {
+      const [key] = this.throttleKeys(login, NO_CLIENT);
+      if ((await this.deps.counters.peek(key!.key)).count > 0) forgotten += 1;
+      await this.throttle.succeed(key!);
+    }
+    return forgotten;
   }
 
   /** A live session by id. */
@@ -203,7 +272,7 @@ export class AuthService {
   }
 
   /** Revokes one of the caller's own sessions: 404 when there is no such session, 403 when it is someone else's. */
-  async revokeOwnSession(caller: Caller, sessionId: string): Promise<void> {
+  async revokeOwnSession(caller: Caller, sessionId: string, client: ClientInfo = NO_CLIENT): Promise<void> {
     const id = parseCredential(sessionId)?.id ?? sessionId;
     const session = await this.deps.sessions.get(id);
     if (!session) throw new NotFoundError('Session not found', { code: 'SESSION_NOT_FOUND' });
@@ -211,6 +280,13 @@ export class AuthService {
       throw new ForbiddenError('You can revoke only your own sessions', { code: 'AUTH_ACCESS_DENIED' });
     }
     await this.revokeSession(id);
+    await this.deps.audit.record({
+      type: 'session.revoked',
+      actorId: actorOf(caller),
+      ipAddress: client.ip,
+      userAgent: client.userAgent,
+      details: { session_id: id, reason: 'revoked_by_user' },
+    });
   }
 
   /** A valid access token's claims: signature, issuer, audience, expiry, and a session that is still live. */
@@ -297,9 +373,17 @@ export class AuthService {
     return { accessToken: access.token, refreshToken, expiresIn: access.expiresIn };
   }
 
-  async #reuseDetected(sessionId: string, userId: string): Promise<never> {
+  async #reuseDetected(sessionId: string, userId: string, client: ClientInfo): Promise<never> {
     await this.revokeSession(sessionId);
     this.deps.logger.warn({ event: 'refresh_token_reuse', user_id: userId }, 'refresh token reuse: session revoked');
+    await this.deps.audit.record({
+      type: 'refresh_token.reused',
+      actorId: null,
+      subjectId: userId,
+      ipAddress: client.ip,
+      userAgent: client.userAgent,
+      details: { session_id: sessionId },
+    });
     throw new UnauthorizedError('Refresh token was already used; the session has been revoked', {
       code: 'AUTH_INVALID_TOKEN',
     });

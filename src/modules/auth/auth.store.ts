@@ -27,6 +27,7 @@ export async function deleteSessionTokens(db: Executor, sessionId: string): Prom
   await db.deleteFrom('refresh_tokens').where('session_id', '=', sessionId).execute();
 }
 
-export async function deleteUserTokens(db: Executor, userId: string): Promise<void> {
-  await db.deleteFrom('refresh_tokens').where('user_id', '=', userId).execute();
+export async function deleteUserTokens(db: Executor, userId: string): Promise<number> {
+  const result = await db.deleteFrom('refresh_tokens').where('user_id', '=', userId).executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

@@ -127,7 +127,7 @@ export function ssoRoutes(deps: { sso: OidcSso; auth: AuthService; publicUrl: st
         handler: async ({ req, res }) => {
           const caller = callerOf(req);
           const session = caller.sessionId ? await auth.session(caller.sessionId) : undefined;
-          if (caller.sessionId) await auth.revokeSession(caller.sessionId);
+          await auth.logout(caller, clientInfo(req), 'sso');
           clearSessionCookie(res);
           const endSession = await sso.endSessionUrl(session?.data);
           return endSession ? redirect(res, endSession.toString()) : { message: 'Logged out' };

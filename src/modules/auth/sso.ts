@@ -4,6 +4,7 @@ import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
 import type { Config } from '../../config.js';
 import { BadRequestError, ConflictError, ServiceUnavailableError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
+import type { AuditRecorder } from '../audit/audit.port.js';
 import {
   DEFAULT_ROLE,
   type User,
@@ -65,7 +66,13 @@ export class OidcSso {
 
   constructor(
     private readonly settings: OidcSettings,
-    private readonly deps: { auth: AuthService; users: UsersService; ephemeral: EphemeralStore; logger: Logger },
+    private readonly deps: {
+      auth: AuthService;
+      users: UsersService;
+      ephemeral: EphemeralStore;
+      logger: Logger;
+      audit: AuditRecorder;
+    },
   ) {}
 
   /** Starts a login: where to send the browser, and the state the browser must bring back. */
@@ -154,6 +161,14 @@ export class OidcSso {
       throw new UnauthorizedError('No ID token', { code: 'AUTH_ACCESS_DENIED', error: 'authentication_failed' });
     const user = await this.#provision(config.serverMetadata().issuer, claims);
     if (!user.active) {
+      await this.deps.audit.record({
+        type: 'login.failed',
+        actorId: null,
+        subjectId: user.id,
+        ipAddress: client.ip,
+        userAgent: client.userAgent,
+        details: { method: 'sso', reason: 'account_deactivated' },
+      });
       throw new UnauthorizedError('This account is deactivated', {
         code: 'AUTH_ACCESS_DENIED',
         error: 'authentication_failed',
@@ -165,6 +180,13 @@ export class OidcSso {
       tokens.id_token ? { [ID_TOKEN_KEY]: tokens.id_token } : {},
     );
     this.deps.logger.info({ event: 'sso_login', user_id: user.id }, 'SSO login succeeded');
+    await this.deps.audit.record({
+      type: 'sso.login',
+      actorId: user.id,
+      ipAddress: client.ip,
+      userAgent: client.userAgent,
+      details: { issuer: config.serverMetadata().issuer, session_id: result.session.id },
+    });
     return { result, ...(pending.returnTo && { returnTo: pending.returnTo }) };
   }
 

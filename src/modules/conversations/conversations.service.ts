@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type Kysely, type Selectable, sql } from 'kysely';
+import { type Kysely, type Selectable, type Transaction, sql } from 'kysely';
 import type { AuthzService } from '../../adapters/authz/port.js';
 import type { ChatMessage, ToolCall } from '../../adapters/llm/port.js';
 import type { Database } from '../../db/database.js';
@@ -210,6 +210,36 @@ export class ConversationsService {
       .limit(window.limit)
       .execute();
     return rows.map(toConversation);
+  }
+
+  /** Every conversation the subject owns, oldest first (their data export; erasure of their checkpoints). */
+  async allOwnedBy(owner: string): Promise<Conversation[]> {
+    const rows = await this.db
+      .selectFrom('conversations')
+      .selectAll()
+      .where('owner', '=', owner)
+      .orderBy('created_at')
+      .orderBy('id')
+      .execute();
+    return rows.map(toConversation);
+  }
+
+  /** Erasure: removes every relationship tuple on these conversations (ownership, sharing); returns how many. */
+  async removeAccess(conversationIds: string[]): Promise<number> {
+    let removed = 0;
+    for (const id of conversationIds) removed += await this.authz.removeAllFor(`conversation:${id}`);
+    return removed;
+  }
+
+  /**
+   * Erasure: deletes the subject's conversations and their messages through `db` (the erasure's transaction);
+   * returns how many conversations. Their checkpoints and tuples live elsewhere and are the caller's to remove.
+   */
+  async deleteAllOwnedBy(owner: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
+    const owned = db.selectFrom('conversations').select('id').where('owner', '=', owner);
+    await db.deleteFrom('messages').where('conversation_id', 'in', owned).execute();
+    const result = await db.deleteFrom('conversations').where('owner', '=', owner).executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 
   /**

@@ -98,13 +98,17 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
           409: { description: 'A principal with this service_id exists' },
         },
         handler: async ({ body, req }) => {
-          const { principal, secret } = await principals.create(userCaller(req), {
-            name: body.name,
-            description: body.description,
-            mode: body.authentication_mode,
-            ...(body.associated_user_id && { associatedUser: body.associated_user_id }),
-            inheritPermissions: body.inherit_permissions,
-          });
+          const { principal, secret } = await principals.create(
+            userCaller(req),
+            {
+              name: body.name,
+              description: body.description,
+              mode: body.authentication_mode,
+              ...(body.associated_user_id && { associatedUser: body.associated_user_id }),
+              inheritPermissions: body.inherit_permissions,
+            },
+            clientInfo(req),
+          );
           return { ...principal, client_secret: secret, message: 'Store this secret now: it will not be shown again' };
         },
       }),
@@ -168,7 +172,12 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
         },
         handler: async ({ params, body, req }) => ({
           service_id: params.service_id,
-          client_secret: await principals.rotateSecret(userCaller(req), params.service_id, body.grace_period_hours),
+          client_secret: await principals.rotateSecret(
+            userCaller(req),
+            params.service_id,
+            body.grace_period_hours,
+            clientInfo(req),
+          ),
           message:
             body.grace_period_hours > 0
               ? `Store this secret now; the previous one works for ${body.grace_period_hours} more hour(s)`
@@ -199,7 +208,13 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
           404: { description: 'No such principal' },
         },
         handler: ({ params, query, req }) =>
-          principals.associateUser(userCaller(req), params.service_id, query.user_id, query.inherit_permissions),
+          principals.associateUser(
+            userCaller(req),
+            params.service_id,
+            query.user_id,
+            query.inherit_permissions,
+            clientInfo(req),
+          ),
       }),
       defineRoute({
         method: 'delete',
@@ -215,7 +230,7 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
           404: { description: 'No such principal' },
         },
         handler: async ({ params, req }) => {
-          await principals.delete(userCaller(req), params.service_id);
+          await principals.delete(userCaller(req), params.service_id, clientInfo(req));
           return new Reply(204);
         },
       }),

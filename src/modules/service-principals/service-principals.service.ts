@@ -1,9 +1,11 @@
 import { timingSafeEqual } from 'node:crypto';
-import type { Kysely, Selectable } from 'kysely';
+import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { AuthzService, Tuple } from '../../adapters/authz/port.js';
 import type { Database } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
+import { type AuditEventType, type AuditRecorder, actorOf } from '../audit/audit.port.js';
+import type { ClientInfo } from '../auth/auth.service.js';
 import type { Caller } from '../auth/caller.js';
 import { base62 } from '../auth/secrets.js';
 import type { FailureThrottle } from '../auth/throttle.js';
@@ -68,6 +70,7 @@ export interface PrincipalsDeps {
   users: UsersService;
   tokens: TokenService;
   throttle: FailureThrottle;
+  audit: AuditRecorder;
   now?: () => Date;
 }
 
@@ -85,6 +88,7 @@ export class ServicePrincipalsService {
   async create(
     owner: Caller,
     input: { name: string; description: string; mode: string; associatedUser?: string; inheritPermissions: boolean },
+    client: ClientInfo,
   ): Promise<{ principal: ServicePrincipal; secret: string }> {
     const mode = parseMode(input.mode);
     const id = slugify(input.name);
@@ -124,6 +128,7 @@ export class ServicePrincipalsService {
       { user: userObject(owner.id), relation: 'owner', object: principalObject(id) },
       ...this.#actsAs(row),
     ]);
+    await this.#audit('service_principal.created', owner, row, client, { authentication_mode: mode });
     return { principal: await this.#present(row), secret };
   }
 
@@ -150,7 +155,7 @@ export class ServicePrincipalsService {
    * A new secret. The old one stops working at once, or, with a grace period, when the period ends; tokens issued
    * with it follow it.
    */
-  async rotateSecret(owner: Caller, id: string, graceHours: number): Promise<string> {
+  async rotateSecret(owner: Caller, id: string, graceHours: number, client: ClientInfo): Promise<string> {
     const row = await this.#owned(owner, id);
     const secret = `${SECRET_PREFIX}${base62(48)}`;
     const now = this.now();
@@ -166,6 +171,7 @@ export class ServicePrincipalsService {
       })
       .where('id', '=', row.id)
       .execute();
+    await this.#audit('service_principal.secret_rotated', owner, row, client, { grace_period_hours: graceHours });
     return secret;
   }
 
@@ -174,6 +180,7 @@ export class ServicePrincipalsService {
     id: string,
     userRef: string,
     inheritPermissions: boolean,
+    client: ClientInfo,
   ): Promise<ServicePrincipal> {
     const row = await this.#owned(owner, id);
     const user = await this.#resolveUser(userRef);
@@ -196,21 +203,51 @@ export class ServicePrincipalsService {
     const stale = await this.deps.authz.read({ object: principalObject(row.id), relation: 'acts_as' });
     await this.deps.authz.delete(stale);
     await this.deps.authz.write(this.#actsAs(updated));
+    await this.#audit('service_principal.associated', owner, row, client, {
+      associated_user_id: user.id,
+      inherit_permissions: inheritPermissions,
+    });
     return this.#present(updated);
   }
 
   /** Irreversible: the principal, its tuples and every token it holds are gone. */
-  async delete(owner: Caller, id: string): Promise<void> {
+  async delete(owner: Caller, id: string, client: ClientInfo): Promise<void> {
     const row = await this.#owned(owner, id);
     await this.deps.db.deleteFrom('service_principals').where('id', '=', row.id).execute();
     await this.deps.authz.removeAllFor(principalObject(row.id));
+    await this.#audit('service_principal.deleted', owner, row, client);
+  }
+
+  /** Erasure: the ids of the principals the user owns (whose tuples go before their rows). */
+  async idsOwnedBy(userId: string): Promise<string[]> {
+    const rows = await this.deps.db
+      .selectFrom('service_principals')
+      .select('id')
+      .where('owner_user_id', '=', userId)
+      .execute();
+    return rows.map((r) => r.id);
+  }
+
+  /**
+   * Erasure: through `db` (the erasure's transaction), deletes the principals the user owns and detaches the user
+   * from principals others own that act for them. Returns how many principals were deleted.
+   */
+  async deleteAllOwnedBy(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
+    await db
+      .updateTable('service_principals')
+      .set({ associated_user_id: null, inherit_permissions: 0, updated_at: this.now().toISOString() })
+      .where('associated_user_id', '=', userId)
+      .where('owner_user_id', '!=', userId)
+      .execute();
+    const result = await db.deleteFrom('service_principals').where('owner_user_id', '=', userId).executeTakeFirst();
+    return Number(result.numDeletedRows);
   }
 
   /** The client-credentials grant: an access token for a principal that presents its secret. */
   async issueToken(
     clientId: string,
     clientSecret: string,
-    client: { ip: string | null },
+    client: ClientInfo,
   ): Promise<{ access_token: string; token_type: 'Bearer'; expires_in: number }> {
     const keys = [
       { key: `client:${clientId.slice(0, 128)}`, max: 10 },
@@ -221,9 +258,24 @@ export class ServicePrincipalsService {
     const generation = row && this.#generationOf(row, clientSecret);
     if (!row || generation === undefined || row.enabled !== 1) {
       await this.deps.throttle.fail(keys);
+      // Only a client id that names a principal is recorded: anything else may be a secret pasted in the wrong field.
+      await this.deps.audit.record({
+        type: 'client_credentials.failed',
+        actorId: null,
+        ipAddress: client.ip,
+        userAgent: client.userAgent,
+        details: row ? { service_id: row.id } : {},
+      });
       throw new UnauthorizedError('Invalid client credentials', { code: 'AUTH_INVALID_CREDENTIALS' });
     }
     await this.deps.throttle.succeed(keys[0]!);
+    await this.deps.audit.record({
+      type: 'login.succeeded',
+      actorId: principalObject(row.id),
+      ipAddress: client.ip,
+      userAgent: client.userAgent,
+      details: { method: 'client_credentials' },
+    });
     const issued = await this.deps.tokens.issue({
       sub: row.id,
       username: row.id,
@@ -249,6 +301,22 @@ export class ServicePrincipalsService {
   async describe(id: string): Promise<{ name: string; created_at: string } | undefined> {
     const row = await this.#find(id);
     return row && { name: row.name, created_at: row.created_at };
+  }
+
+  #audit(
+    type: Extract<AuditEventType, `service_principal.${string}`>,
+    owner: Caller,
+    row: Row,
+    client: ClientInfo,
+    details: Record<string, string | number | boolean> = {},
+  ): Promise<void> {
+    return this.deps.audit.record({
+      type,
+      actorId: actorOf(owner),
+      ipAddress: client.ip,
+      userAgent: client.userAgent,
+      details: { service_id: row.id, ...details },
+    });
   }
 
   /** Which secret generation a presented secret belongs to, if it works now. */

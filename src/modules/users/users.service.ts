@@ -1,5 +1,5 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Kysely } from 'kysely';
+import type { Kysely, Transaction } from 'kysely';
 import { z } from 'zod';
 import type { AuthzService, Tuple } from '../../adapters/authz/port.js';
 import type { Database } from '../../db/database.js';
@@ -146,6 +146,12 @@ export class UsersService {
     return row && toUser(row);
   }
 
+  /** The id of the user a login name (username or email) names, if any: failed logins are recorded against it. */
+  async idByLogin(login: string): Promise<string | null> {
+    const row = login.length <= 254 ? await store.findUserByLogin(this.db, login) : undefined;
+    return row?.id ?? null;
+  }
+
   async list(window: { offset: number; limit: number }): Promise<User[]> {
     return (await store.listUsers(this.db, window)).map(toUser);
   }
@@ -176,6 +182,46 @@ export class UsersService {
     await store.updateUser(this.db, userId, { last_login: this.now().toISOString() });
   }
 
+  /**
+   * Rectification by the user (PATCH /api/v1/users/me): name and email. A new email is unverified. `db` lets the
+   * caller change more in the same transaction. 409 when the email belongs to another account.
+   */
+  async updateProfile(
+    userId: string,
+    changes: { name?: string; email?: string },
+    db: Kysely<Database> | Transaction<Database> = this.db,
+  ): Promise<User | undefined> {
+    const row = await store.findUserById(db, userId);
+    if (!row) return undefined;
+    const update: Parameters<typeof store.updateUser>[2] = {};
+    if (changes.name !== undefined && changes.name !== row.name) update.name = changes.name;
+    if (changes.email !== undefined && changes.email !== row.email) {
+      update.email = changes.email;
+      update.email_key = store.userKey(changes.email);
+      if (update.email_key !== row.email_key) update.email_verified = 0;
+    }
+    if (Object.keys(update).length === 0) return toUser(row);
+    update.updated_at = this.now().toISOString();
+    try {
+      await store.updateUser(db, userId, update);
+    } catch (error) {
+      if (isUniqueViolation(error)) throw new ConflictError('Email address is already in use', { code: 'CONFLICT' });
+      throw error;
+    }
+    return toUser({ ...row, ...update });
+  }
+
+  /**
+   * Erasure: deletes the user, their group memberships and linked identity-provider accounts through `db` (the
+   * erasure's transaction). Groups stay: they are shared. Returns how many users were deleted (0 or 1).
+   */
+  async erase(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
+    await db.deleteFrom('group_members').where('user_id', '=', userId).execute();
+    await db.deleteFrom('user_identities').where('user_id', '=', userId).execute();
+    const result = await db.deleteFrom('users').where('id', '=', userId).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
   groupsOf(userId: string): Promise<string[]> {
     return store.groupNamesOf(this.db, userId);
   }
@@ -190,20 +236,26 @@ export class UsersService {
       for (const name of valid) {
         await store.insertGroup(trx, { id: randomUUID(), name, at });
         const group = await store.findGroupByName(trx, name);
-        if (group) ids.push(group.id);
+        // A group SCIM manages has the members the identity provider's SCIM client gave it, whatever the claims.
+        if (group && !(await store.isScimManaged(trx, group.id))) ids.push(group.id);
       }
       await store.replaceMemberships(trx, userId, [...new Set(ids)], at);
       return { before: previous, after: [...new Set(ids)] };
     });
     await this.authz?.delete(before.filter((id) => !after.includes(id)).map((id) => memberTuple(userId, id)));
+    // A deactivated user holds no tuples; reactivation writes them from the memberships.
+    if (!(await this.get(userId))?.active) return;
     await this.authz?.write(after.filter((id) => !before.includes(id)).map((id) => memberTuple(userId, id)));
   }
 
   async setRoles(userId: string, roles: string[]): Promise<void> {
     const valid = [...new Set(roles.filter((r) => roleSchema.safeParse(r).success))];
-    const before = (await this.get(userId))?.roles ?? [];
+    const user = await this.get(userId);
+    const before = user?.roles ?? [];
     await store.updateUser(this.db, userId, { roles: JSON.stringify(valid), updated_at: this.now().toISOString() });
     await this.authz?.delete(before.filter((r) => !valid.includes(r)).map((r) => roleTuple(userId, r)));
+    // A deactivated user holds no tuples; reactivation writes them from the roles.
+    if (!user?.active) return;
     await this.authz?.write(valid.filter((r) => !before.includes(r)).map((r) => roleTuple(userId, r)));
   }
 

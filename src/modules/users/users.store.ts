@@ -56,9 +56,22 @@ export async function groupNamesOf(db: Executor, userId: string): Promise<string
   return rows.map((r) => r.name);
 }
 
+/** The user's groups, except those SCIM manages (a row in scim_groups): claims at sign-in set only these. */
 export async function groupIdsOf(db: Executor, userId: string): Promise<string[]> {
-  const rows = await db.selectFrom('group_members').select('group_id').where('user_id', '=', userId).execute();
+  const rows = await db
+    .selectFrom('group_members')
+    .select('group_id')
+    .where('user_id', '=', userId)
+    .where('group_id', 'not in', db.selectFrom('scim_groups').select('group_id'))
+    .execute();
   return rows.map((r) => r.group_id);
+}
+
+export async function isScimManaged(db: Executor, groupId: string): Promise<boolean> {
+  return (
+    (await db.selectFrom('scim_groups').select('group_id').where('group_id', '=', groupId).executeTakeFirst()) !==
+    undefined
+  );
 }
 
 export function findGroupByName(db: Executor, name: string) {
@@ -79,8 +92,13 @@ export async function insertGroup(db: Executor, group: { id: string; name: strin
     .execute();
 }
 
+/** Makes the user a member of exactly these groups among those SCIM does not manage (SCIM's are left alone). */
 export async function replaceMemberships(db: Executor, userId: string, groupIds: string[], at: string): Promise<void> {
-  await db.deleteFrom('group_members').where('user_id', '=', userId).execute();
+  await db
+    .deleteFrom('group_members')
+    .where('user_id', '=', userId)
+    .where('group_id', 'not in', db.selectFrom('scim_groups').select('group_id'))
+    .execute();
   if (groupIds.length === 0) return;
   await db
     .insertInto('group_members')

@@ -1,0 +1,507 @@
+import type { Request } from 'express';
+import { z } from 'zod';
+import { BadRequestError } from '../../errors.js';
+import { callerOf } from '../../http/authenticate.js';
+import { renderError } from '../../http/render-errors.js';
+import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
+import { isObject, member } from './scim.patch.js';
+import { splitAttributes } from './scim.representation.js';
+import {
+  DEFAULT_COUNT,
+  MAX_COUNT,
+  SCIM_BODY_TYPES,
+  SCIM_CONTENT_TYPE,
+  SEARCH_REQUEST_SCHEMA,
+  ScimBulkRequest,
+  ScimBulkResponse,
+  ScimDocument,
+  ScimGroup,
+  ScimGroupRequest,
+  ScimPatchRequest,
+  ScimSearchRequest,
+  ScimUser,
+  ScimUserRequest,
+  listResponseSchema,
+} from './scim.schemas.js';
+import type { ListQuery, ScimContext, ScimService } from './scim.service.js';
+
+const TAGS = ['SCIM 2.0'];
+const JSON_OUT = { contentType: 'application/scim+json' };
+
+const ScimUserList = listResponseSchema(ScimUser, 'ScimUserListResponse');
+const ScimGroupList = listResponseSchema(ScimGroup, 'ScimGroupListResponse');
+const ScimDocumentList = listResponseSchema(ScimDocument, 'ScimDiscoveryListResponse');
+
+const startIndex = z.coerce
+  .number({ message: 'startIndex must be an integer' })
+  .int('startIndex must be an integer')
+  .min(1, 'startIndex must be at least 1')
+  .default(1)
+  .describe('1-based index of the first result (default 1)');
+const count = z.coerce
+  .number({ message: `count must be an integer from 1 to ${MAX_COUNT}` })
+  .int(`count must be an integer from 1 to ${MAX_COUNT}`)
+  .min(1, `count must be an integer from 1 to ${MAX_COUNT}`)
+  .max(MAX_COUNT, `count must be an integer from 1 to ${MAX_COUNT}`)
+  .default(DEFAULT_COUNT)
+  .describe(`Results per page, 1-${MAX_COUNT} (default ${DEFAULT_COUNT})`);
+const projection = {
+  attributes: z.string().optional().describe('Comma-separated attributes to return (id and schemas always are)'),
+  excludedAttributes: z.string().optional().describe('Comma-separated attributes to leave out'),
+};
+
+const ListQuerySchema = z.object({
+  filter: z
+    .string()
+    .optional()
+    .describe('RFC 7644 §3.4.2.2 filter: eq ne co sw ew gt ge lt le pr, and or not, ( ), value paths a[b eq "c"]'),
+  startIndex,
+  count,
+  sortBy: z.string().optional().describe('Attribute to sort by, e.g. userName, name.familyName, meta.created'),
+  sortOrder: z.string().optional().describe('ascending (default) or descending'),
+  ...projection,
+});
+const ProjectionQuery = z.object(projection);
+
+const userParams = z.object({ user_id: z.string().max(256) });
+const groupParams = z.object({ group_id: z.string().max(256) });
+
+const errors = {
+  400: {
+    description:
+      'Invalid request (scimType invalidValue, invalidSyntax, invalidFilter, invalidPath, tooMany or mutability)',
+  },
+  403: { description: 'The caller may not provision' },
+};
+
+function scim(status: number, body?: unknown, headers: Record<string, string> = {}): Reply {
+  return new Reply(status, body, body === undefined ? headers : { 'Content-Type': SCIM_CONTENT_TYPE, ...headers });
+}
+
+function listQuery(query: z.output<typeof ListQuerySchema>): ListQuery {
+  return {
+    filter: query.filter,
+    startIndex: query.startIndex,
+    count: query.count,
+    sortBy: query.sortBy,
+    sortOrder: query.sortOrder,
+    attributes: splitAttributes(query.attributes),
+    excludedAttributes: splitAttributes(query.excludedAttributes),
+  };
+}
+
+/** A SearchRequest body (RFC 7644 §3.4.3) as the query of a GET, with the same bounds. */
+function searchQuery(body: unknown): ListQuery {
+  const bad = (message: string) => new BadRequestError(message, { scimType: 'invalidValue' });
+  if (!isObject(body)) throw bad('The request body must be a SearchRequest');
+  const schemas = member(body, 'schemas');
+  if (
+    !Array.isArray(schemas) ||
+    !schemas.some((s) => typeof s === 'string' && s.toLowerCase() === SEARCH_REQUEST_SCHEMA.toLowerCase())
+  ) {
+    throw bad(`schemas must include ${SEARCH_REQUEST_SCHEMA}`);
+  }
+  const text = (name: string) => {
+    const value = member(body, name);
+    if (value !== undefined && value !== null && typeof value !== 'string') throw bad(`${name} must be a string`);
+    return value ?? undefined;
+  };
+  const list = (name: string) => {
+    const value = member(body, name);
+    if (value === undefined || value === null) return undefined;
+    if (!Array.isArray(value) || !value.every((v) => typeof v === 'string'))
+      throw bad(`${name} must be an array of strings`);
+    return splitAttributes(value);
+  };
+  const parsed = z.object({ startIndex, count }).safeParse({
+    startIndex: member(body, 'startIndex') ?? undefined,
+    count: member(body, 'count') ?? undefined,
+  });
+  if (!parsed.success) throw bad(parsed.error.issues[0]!.message);
+  return {
+    filter: text('filter'),
+    sortBy: text('sortBy'),
+    sortOrder: text('sortOrder'),
+    attributes: list('attributes'),
+    excludedAttributes: list('excludedAttributes'),
+    ...parsed.data,
+  };
+}
+
+/** Every SCIM route answers SCIM errors (the group's area) and needs a caller who may provision. */
+export function scimRoutes(service: ScimService): RouteGroup {
+  const context = async (req: Request): Promise<ScimContext> => {
+    const caller = callerOf(req);
+    await service.authorize(caller);
+    return { caller, ip: req.ip ?? null, userAgent: req.get('User-Agent') ?? null };
+  };
+  const created = (resource: Record<string, unknown>) => {
+    const location = (resource.meta as { location: string }).location;
+    return scim(201, resource, { Location: location });
+  };
+
+  return {
+    prefix: '/scim/v2',
+    area: 'scim',
+    routes: [
+      defineRoute({
+        method: 'get',
+        path: '/ServiceProviderConfig',
+        operationId: 'scimGetServiceProviderConfig',
+        summary: 'SCIM features this service supports',
+        description: 'Patch, bulk (maxOperations, maxPayloadSize), filter (maxResults), sort, password change.',
+        tags: TAGS,
+        access: 'authenticated',
+        responses: { 200: { description: 'ServiceProviderConfig', schema: ScimDocument, ...JSON_OUT }, ...errors },
+        handler: async ({ req }) => {
+          await context(req);
+          return scim(200, service.serviceProviderConfig());
+        },
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/ResourceTypes',
+        operationId: 'scimListResourceTypes',
+        summary: 'The resource types: User (with the enterprise extension) and Group',
+        tags: TAGS,
+        access: 'authenticated',
+        responses: { 200: { description: 'ResourceTypes', schema: ScimDocumentList, ...JSON_OUT }, ...errors },
+        handler: async ({ req }) => {
+          await context(req);
+          return scim(200, service.resourceTypes());
+        },
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/ResourceTypes/:name',
+        operationId: 'scimGetResourceType',
+        summary: 'One resource type',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: z.object({ name: z.string().max(64) }) },
+        responses: {
+          200: { description: 'ResourceType', schema: ScimDocument, ...JSON_OUT },
+          ...errors,
+          404: { description: 'No such resource type' },
+        },
+        handler: async ({ params, req }) => {
+          await context(req);
+          return scim(200, service.resourceType(params.name));
+        },
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/Schemas',
+        operationId: 'scimListSchemas',
+        summary: 'The schemas: User, EnterpriseUser, Group, with every attribute and its characteristics',
+        tags: TAGS,
+        access: 'authenticated',
+        responses: { 200: { description: 'Schemas', schema: ScimDocumentList, ...JSON_OUT }, ...errors },
+        handler: async ({ req }) => {
+          await context(req);
+          return scim(200, service.schemas());
+        },
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/Schemas/:schema_id',
+        operationId: 'scimGetSchema',
+        summary: 'One schema, by URN',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: z.object({ schema_id: z.string().max(256) }) },
+        responses: {
+          200: { description: 'Schema', schema: ScimDocument, ...JSON_OUT },
+          ...errors,
+          404: { description: 'No such schema' },
+        },
+        handler: async ({ params, req }) => {
+          await context(req);
+          return scim(200, service.schema(params.schema_id));
+        },
+      }),
+
+      // Users
+      defineRoute({
+        method: 'get',
+        path: '/Users',
+        operationId: 'scimListUsers',
+        summary: 'Users, filtered, sorted and paged',
+        description:
+          'Filters run in the database (userName, emails and externalId comparisons use indexes). startIndex ≥ 1 ' +
+          `(default 1); count 1-${MAX_COUNT} (default ${DEFAULT_COUNT}).`,
+        tags: TAGS,
+        access: 'authenticated',
+        request: { query: ListQuerySchema },
+        responses: { 200: { description: 'ListResponse', schema: ScimUserList, ...JSON_OUT }, ...errors },
+        handler: async ({ query, req }) => {
+          await context(req);
+          return scim(200, await service.listUsers(listQuery(query)));
+        },
+      }),
+      defineRoute({
+        method: 'post',
+        path: '/Users/.search',
+        operationId: 'scimSearchUsers',
+        summary: 'Users, by a SearchRequest body (RFC 7644 §3.4.3)',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { body: ScimSearchRequest, bodyContentTypes: SCIM_BODY_TYPES },
+        responses: { 200: { description: 'ListResponse', schema: ScimUserList, ...JSON_OUT }, ...errors },
+        handler: async ({ body, req }) => {
+          await context(req);
+          return scim(200, await service.listUsers(searchQuery(body)));
+        },
+      }),
+      defineRoute({
+        method: 'post',
+        path: '/Users',
+        operationId: 'scimCreateUser',
+        summary: 'Provision a user',
+        description:
+          'A local user who can sign in with the password given here. userName is unique regardless of case.',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { body: ScimUserRequest, bodyContentTypes: SCIM_BODY_TYPES },
+        responses: {
+          201: { description: 'Created; Location names it', schema: ScimUser, ...JSON_OUT },
+          ...errors,
+          409: { description: 'userName (or the sign-in email) is taken (scimType uniqueness)' },
+        },
+        handler: async ({ body, req }) => created(await service.createUser(await context(req), body)),
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/Users/:user_id',
+        operationId: 'scimGetUser',
+        summary: 'One user',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: userParams, query: ProjectionQuery },
+        responses: {
+          200: { description: 'The user', schema: ScimUser, ...JSON_OUT },
+          ...errors,
+          404: { description: 'No such user (scimType notFound)' },
+        },
+        handler: async ({ params, query, req }) => {
+          await context(req);
+          return scim(
+            200,
+            await service.getUser(params.user_id, {
+              attributes: splitAttributes(query.attributes),
+              excludedAttributes: splitAttributes(query.excludedAttributes),
+            }),
+          );
+        },
+      }),
+      defineRoute({
+        method: 'put',
+        path: '/Users/:user_id',
+        operationId: 'scimReplaceUser',
+        summary: 'Replace a user',
+        description: 'Attributes left out are cleared, except password and active, which are kept.',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: userParams, body: ScimUserRequest, bodyContentTypes: SCIM_BODY_TYPES },
+        responses: {
+          200: { description: 'The user', schema: ScimUser, ...JSON_OUT },
+          ...errors,
+          404: { description: 'No such user' },
+          409: { description: 'userName taken' },
+        },
+        handler: async ({ params, body, req }) =>
+          scim(200, await service.replaceUser(await context(req), params.user_id, body)),
+      }),
+      defineRoute({
+        method: 'patch',
+        path: '/Users/:user_id',
+        operationId: 'scimPatchUser',
+        summary: 'Change a user with PATCH operations',
+        description: 'active=false deactivates (as DELETE does); active=true reactivates.',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: userParams, body: ScimPatchRequest, bodyContentTypes: SCIM_BODY_TYPES },
+        responses: {
+          200: { description: 'The user', schema: ScimUser, ...JSON_OUT },
+          ...errors,
+          404: { description: 'No such user' },
+          409: { description: 'userName taken' },
+        },
+        handler: async ({ params, body, req }) =>
+          scim(200, await service.patchUser(await context(req), params.user_id, body)),
+      }),
+      defineRoute({
+        method: 'delete',
+        path: '/Users/:user_id',
+        operationId: 'scimDeleteUser',
+        summary: 'Deactivate a user',
+        description:
+          'The user is kept, inactive: sign-in, sessions and tokens stop working and authorization tuples are ' +
+          'removed. PATCH active=true reactivates and restores them.',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: userParams },
+        responses: { 204: { description: 'Deactivated' }, ...errors, 404: { description: 'No such user' } },
+        handler: async ({ params, req }) => {
+          await service.deleteUser(await context(req), params.user_id);
+          return scim(204);
+        },
+      }),
+
+      // Groups
+      defineRoute({
+        method: 'get',
+        path: '/Groups',
+        operationId: 'scimListGroups',
+        summary: 'Groups, filtered, sorted and paged',
+        description: 'excludedAttributes=members skips loading members.',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { query: ListQuerySchema },
+        responses: { 200: { description: 'ListResponse', schema: ScimGroupList, ...JSON_OUT }, ...errors },
+        handler: async ({ query, req }) => {
+          await context(req);
+          return scim(200, await service.listGroups(listQuery(query)));
+        },
+      }),
+      defineRoute({
+        method: 'post',
+        path: '/Groups/.search',
+        operationId: 'scimSearchGroups',
+        summary: 'Groups, by a SearchRequest body (RFC 7644 §3.4.3)',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { body: ScimSearchRequest, bodyContentTypes: SCIM_BODY_TYPES },
+        responses: { 200: { description: 'ListResponse', schema: ScimGroupList, ...JSON_OUT }, ...errors },
+        handler: async ({ body, req }) => {
+          await context(req);
+          return scim(200, await service.listGroups(searchQuery(body)));
+        },
+      }),
+      defineRoute({
+        method: 'post',
+        path: '/Groups',
+        operationId: 'scimCreateGroup',
+        summary: 'Provision a group',
+        description:
+          'The group is also named by a path (`/Display Name`, sanitized); its members get `group:<id>#member` tuples.',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { body: ScimGroupRequest, bodyContentTypes: SCIM_BODY_TYPES },
+        responses: {
+          201: { description: 'Created; Location names it', schema: ScimGroup, ...JSON_OUT },
+          ...errors,
+          409: { description: 'A group with this displayName exists (scimType uniqueness)' },
+        },
+        handler: async ({ body, req }) => created(await service.createGroup(await context(req), body)),
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/Groups/:group_id',
+        operationId: 'scimGetGroup',
+        summary: 'One group',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: groupParams, query: ProjectionQuery },
+        responses: {
+          200: { description: 'The group', schema: ScimGroup, ...JSON_OUT },
+          ...errors,
+          404: { description: 'No such group (scimType notFound)' },
+        },
+        handler: async ({ params, query, req }) => {
+          await context(req);
+          return scim(
+            200,
+            await service.getGroup(params.group_id, {
+              attributes: splitAttributes(query.attributes),
+              excludedAttributes: splitAttributes(query.excludedAttributes),
+            }),
+          );
+        },
+      }),
+      defineRoute({
+        method: 'put',
+        path: '/Groups/:group_id',
+        operationId: 'scimReplaceGroup',
+        summary: 'Replace a group (its displayName, externalId and members)',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: groupParams, body: ScimGroupRequest, bodyContentTypes: SCIM_BODY_TYPES },
+        responses: {
+          200: { description: 'The group', schema: ScimGroup, ...JSON_OUT },
+          ...errors,
+          404: { description: 'No such group' },
+          409: { description: 'displayName taken' },
+        },
+        handler: async ({ params, body, req }) =>
+          scim(200, await service.replaceGroup(await context(req), params.group_id, body)),
+      }),
+      defineRoute({
+        method: 'patch',
+        path: '/Groups/:group_id',
+        operationId: 'scimPatchGroup',
+        summary: 'Change a group with PATCH operations (add, remove or replace members, rename)',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: groupParams, body: ScimPatchRequest, bodyContentTypes: SCIM_BODY_TYPES },
+        responses: {
+          200: { description: 'The group', schema: ScimGroup, ...JSON_OUT },
+          ...errors,
+          404: { description: 'No such group' },
+          409: { description: 'displayName taken' },
+        },
+        handler: async ({ params, body, req }) =>
+          scim(200, await service.patchGroup(await context(req), params.group_id, body)),
+      }),
+      defineRoute({
+        method: 'delete',
+        path: '/Groups/:group_id',
+        operationId: 'scimDeleteGroup',
+        summary: 'Delete a group and its membership tuples',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params: groupParams },
+        responses: { 204: { description: 'Deleted' }, ...errors, 404: { description: 'No such group' } },
+        handler: async ({ params, req }) => {
+          await service.deleteGroup(await context(req), params.group_id);
+          return scim(204);
+        },
+      }),
+
+      defineRoute({
+        method: 'post',
+        path: '/Bulk',
+        operationId: 'scimBulk',
+        summary: 'Several creates, replaces, patches and deletes in one request',
+        description:
+          'Each operation succeeds or fails on its own. maxOperations and maxPayloadSize are in /ServiceProviderConfig.',
+        tags: TAGS,
+        access: 'authenticated',
+        request: { body: ScimBulkRequest, bodyContentTypes: SCIM_BODY_TYPES },
+        responses: {
+          200: {
+            description: 'BulkResponse: one result per operation run, in request order',
+            schema: ScimBulkResponse,
+            ...JSON_OUT,
+          },
+          ...errors,
+          413: { description: 'More than maxOperations operations (scimType tooMany) or a body over maxPayloadSize' },
+        },
+        handler: async ({ body, req }) => {
+          const results = await service.bulk(await context(req), body);
+          const traceId = typeof req.id === 'string' ? req.id : JSON.stringify(req.id);
+          return scim(200, {
+            schemas: ['urn:ietf:params:scim:api:messages:2.0:BulkResponse'],
+            Operations: results.map((r) => ({
+              method: r.method,
+              ...(r.bulkId !== undefined && { bulkId: r.bulkId }),
+              ...(r.location !== undefined && { location: r.location }),
+              status: String(r.status),
+              ...(r.error !== undefined && { response: renderError('scim', r.error, traceId).body }),
+            })),
+          });
+        },
+      }),
+    ],
+  };
+}
