@@ -1,7 +1,6 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
+import { PASSWORD, call, startWithTwoUsers } from '../helpers/auth.js';
 import { tablesContaining } from '../helpers/scan.js';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
@@ -10,16 +9,7 @@ afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
 });
 
-async function setUp() {
-  const clock = new TestClock();
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1' }, { now: clock.now });
-  apps.push(app);
-  await createUser(app, 'alice');
-  await createUser(app, 'bob');
-  const token = async (username: string) =>
-    (await call(app, 'POST', '/auth/login', { body: { username, password: PASSWORD } })).body.access_token as string;
-  return { app, clock, alice: await token('alice'), bob: await token('bob') };
-}
+const setUp = () => startWithTwoUsers((app) => apps.push(app));
 
 const create = (app: App, token: string, body: Record<string, unknown> = { name: 'ci' }) =>
   call(app, 'POST', '/api/v1/api-keys', { token, body });

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { slugify } from '../../src/modules/service-principals/service-principals.service.js';
 import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
+import { PASSWORD, call, createUser, startWithTwoUsers } from '../helpers/auth.js';
 import { tablesContaining } from '../helpers/scan.js';
 import { FAKE_MODEL_ID, FAKE_STORE_ID, startFakeOpenFga } from '../fakes/openfga.js';
 
@@ -11,16 +11,7 @@ afterEach(async () => {
   await Promise.all(apps.splice(0).map((app) => app.close()));
 });
 
-async function setUp() {
-  const clock = new TestClock();
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1' }, { now: clock.now });
-  apps.push(app);
-  await createUser(app, 'alice');
-  await createUser(app, 'bob');
-  const token = async (username: string) =>
-    (await call(app, 'POST', '/auth/login', { body: { username, password: PASSWORD } })).body.access_token as string;
-  return { app, clock, alice: await token('alice'), bob: await token('bob') };
-}
+const setUp = () => startWithTwoUsers((app) => apps.push(app));
 
 const BASE = '/api/v1/service-principals';
 const create = (app: App, token: string, body: Record<string, unknown> = {}) =>

@@ -1,4 +1,5 @@
 import type { App } from '../../src/app.js';
+import { startTestApp } from './app.js';
 
 /** A clock the test moves by hand; the app, its stores and its tokens all read it. */
 export class TestClock {
@@ -59,4 +60,22 @@ export async function createUser(app: App, username: string, extra: { email?: st
 export function cookiePair(setCookie: string | null): string {
   if (!setCookie) throw new Error('no Set-Cookie header');
   return setCookie.split(';')[0]!;
+}
+
+/** Logs a local user in (token mode) and returns the access token. */
+export async function accessToken(app: App, username: string, password = PASSWORD): Promise<string> {
+  return (await call(app, 'POST', '/auth/login', { body: { username, password } })).body.access_token as string;
+}
+
+/**
+ * A started app on a test clock with two logged-in users, alice and bob, for isolation tests. `track` receives
+ * the app so the suite can close it.
+ */
+export async function startWithTwoUsers(track: (app: App) => void, env: Record<string, string> = {}) {
+  const clock = new TestClock();
+  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env }, { now: clock.now });
+  track(app);
+  await createUser(app, 'alice');
+  await createUser(app, 'bob');
+  return { app, clock, alice: await accessToken(app, 'alice'), bob: await accessToken(app, 'bob') };
 }
