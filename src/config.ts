@@ -297,6 +297,3 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     healthCacheMs: env.HEALTH_CACHE_MS,
   };
 }
-
-/** The documented settings, for the README table and `agent-service config`. */
-export const CONFIG_KEYS: readonly string[] = ENV_KEYS;

@@ -78,6 +78,14 @@ function scim(status: number, body?: unknown, headers: Record<string, string> = 
   return new Reply(status, body, body === undefined ? headers : { 'Content-Type': SCIM_CONTENT_TYPE, ...headers });
 }
 
+/** The `attributes`/`excludedAttributes` projection of a request (comma-separated lists). */
+function projectionOf(query: { attributes?: string | undefined; excludedAttributes?: string | undefined }) {
+  return {
+    attributes: splitAttributes(query.attributes),
+    excludedAttributes: splitAttributes(query.excludedAttributes),
+  };
+}
+
 function listQuery(query: z.output<typeof ListQuerySchema>): ListQuery {
   return {
     filter: query.filter,
@@ -85,8 +93,7 @@ function listQuery(query: z.output<typeof ListQuerySchema>): ListQuery {
     count: query.count,
     sortBy: query.sortBy,
     sortOrder: query.sortOrder,
-    attributes: splitAttributes(query.attributes),
-    excludedAttributes: splitAttributes(query.excludedAttributes),
+    ...projectionOf(query),
   };
 }
 
@@ -285,13 +292,7 @@ export function scimRoutes(service: ScimService): RouteGroup {
         },
         handler: async ({ params, query, req }) => {
           await context(req);
-          return scim(
-            200,
-            await service.getUser(params.user_id, {
-              attributes: splitAttributes(query.attributes),
-              excludedAttributes: splitAttributes(query.excludedAttributes),
-            }),
-          );
+          return scim(200, await service.getUser(params.user_id, projectionOf(query)));
         },
       }),
       defineRoute({
@@ -410,13 +411,7 @@ export function scimRoutes(service: ScimService): RouteGroup {
         },
         handler: async ({ params, query, req }) => {
           await context(req);
-          return scim(
-            200,
-            await service.getGroup(params.group_id, {
-              attributes: splitAttributes(query.attributes),
-              excludedAttributes: splitAttributes(query.excludedAttributes),
-            }),
-          );
+          return scim(200, await service.getGroup(params.group_id, projectionOf(query)));
         },
       }),
       defineRoute({
