@@ -253,6 +253,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     db,
     authz,
     revokeUser: (id) => auth.revokeUser(id),
+    restoreDelegations: (id) => principals.restoreDelegationsTo(id),
     audit,
     logger,
     publicUrl: config.publicUrl,

@@ -37,7 +37,7 @@ export class LegacySseConnections {
     const transport = new SSEServerTransport('/messages', res);
     const server = core.createServer();
     const id = transport.sessionId;
-    this.#connections.set(id, { transport, server, callerId: caller.id });
+    this.#connections.set(id, { transport, server, callerId: caller.subject });
     core.metrics.connections.inc({ server: 'sse' });
     const stopListening = lifecycle.onStop(() => void transport.close());
     let closed = false;
@@ -101,7 +101,7 @@ export class LegacySseConnections {
             const caller = callerOf(req);
             const connection = this.#connections.get(query.sessionId);
             // Someone else's stream is reported as missing, like one that does not exist.
-            if (!connection || connection.callerId !== caller.id)
+            if (!connection || connection.callerId !== caller.subject)
               throw new NotFoundError('Session not found', { code: 'NOT_FOUND' });
             res.set(rateHeaders(await core.policy.admitRequest(caller)));
             await connection.transport.handlePostMessage(

@@ -3,7 +3,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { App } from '../src/app.js';
 import { UnauthorizedError } from '../src/errors.js';
 import { guardTransport } from '../src/mcp/guard.js';
-import type { Caller } from '../src/modules/auth/caller.js';
+import { type Caller, userSubject } from '../src/modules/auth/caller.js';
 
 /**
  * Who a stdio session acts as. Whoever can start the process owns its database anyway, so by default it is the
@@ -15,7 +15,14 @@ export async function stdioCaller(app: App): Promise<Caller> {
   const name = username ?? app.config.auth.adminUsername;
   const user = await app.users.getByUsername(name);
   if (!user?.active) throw new UnauthorizedError(`No active user named ${name} for the stdio session (set STDIO_USER)`);
-  return { kind: 'user', id: user.id, username: user.username, roles: user.roles, sessionId: undefined, via: 'stdio' };
+  return {
+    kind: 'user',
+    subject: userSubject(user.id),
+    username: user.username,
+    roles: user.roles,
+    sessionId: undefined,
+    via: 'stdio',
+  };
 }
 
 /**

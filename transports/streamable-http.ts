@@ -79,7 +79,8 @@ export class StreamableHttpSessions {
     const id = req.get('Mcp-Session-Id');
     const session = id ? this.#sessions.get(id) : undefined;
     if (!id) jsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-    else if (!session || session.callerId !== callerOf(req).id) jsonRpcError(res, 404, -32001, 'Session not found');
+    else if (!session || session.callerId !== callerOf(req).subject)
+      jsonRpcError(res, 404, -32001, 'Session not found');
     else {
       session.lastSeen = Date.now();
       return session;
@@ -99,7 +100,7 @@ export class StreamableHttpSessions {
       sessionIdGenerator: () => randomUUID(),
       eventStore: this.#events,
       onsessioninitialized: (id) => {
-        this.#sessions.set(id, { transport, server, callerId: caller.id, lastSeen: Date.now() });
+        this.#sessions.set(id, { transport, server, callerId: caller.subject, lastSeen: Date.now() });
       },
       onsessionclosed: (id) => {
         this.#sessions.delete(id);

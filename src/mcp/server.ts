@@ -40,7 +40,7 @@ const validator = new AjvJsonSchemaValidator();
 export function authInfoFor(caller: Caller, token = ''): AuthInfo {
   return {
     token,
-    clientId: caller.id,
+    clientId: caller.subject,
     scopes: [],
     ...(caller.expiresAt !== undefined && { expiresAt: caller.expiresAt }),
     extra: { caller },

@@ -36,7 +36,7 @@ async function setUpWithFake() {
 /** A user created through the users service, as the authentication middleware would present it. */
 async function callerFor(app: App, username: string): Promise<Caller> {
   const user = await createUser(app, username);
-  return { kind: 'user', id: user.id, username, roles: [], sessionId: undefined, via: 'bearer' };
+  return { kind: 'user', subject: `user:${user.id}`, username, roles: [], sessionId: undefined, via: 'bearer' };
 }
 
 async function collect(app: App, turn: AgentTurn): Promise<AgentEvent[]> {
@@ -86,7 +86,7 @@ describe('the agent with the offline model', () => {
     ]);
     expect(messages.reduce((n, m) => n + m.promptTokens, 0)).toBe(usage.prompt_tokens);
     expect(messages.reduce((n, m) => n + m.completionTokens, 0)).toBe(usage.completion_tokens);
-    const conversation = await app.conversations.access(`user:${alice.id}`, conversationId);
+    const conversation = await app.conversations.access(alice.subject, conversationId);
     expect(conversation).toMatchObject({
       messageCount: 2,
       usage: {
@@ -260,7 +260,7 @@ describe('the agent with a model behind the fake OpenAI-compatible API', () => {
       tool_call_id: 'call_sneaky',
       content: expect.stringContaining('agent_chat') as unknown,
     });
-    expect(await app.conversations.list(`user:${alice.id}`, { offset: 0, limit: 10 })).toHaveLength(1);
+    expect(await app.conversations.list(alice.subject, { offset: 0, limit: 10 })).toHaveLength(1);
   });
 
   it('cancels a turn while its tool runs and keeps the conversation usable', async () => {

@@ -177,7 +177,7 @@ describe('the agent through POST /mcp/tools/call with an OpenAI-compatible model
     });
     const caller: Caller = {
       kind: 'user',
-      id: user!.id,
+      subject: `user:${user!.id}`,
       username: 'alice',
       roles: [],
       sessionId: undefined,

@@ -131,12 +131,11 @@ describe('audit events', () => {
 
   it('records the service principal lifecycle and client-credentials logins and failures, never the secret', async () => {
     const { app, alice } = await setUp();
-    const bob = await createUser(app, 'bob');
     const token = (await login(app, 'alice')).access_token as string;
     const base = '/api/v1/service-principals';
     const created = await call(app, 'POST', base, { token, headers, body: { name: 'Billing Bot', description: 'x' } });
     const rotated = await call(app, 'POST', `${base}/billing-bot/rotate-secret`, { token, headers, body: {} });
-    await call(app, 'POST', `${base}/billing-bot/associate-user?user_id=user:bob`, { token, headers });
+    await call(app, 'POST', `${base}/billing-bot/associate-user?user_id=user:alice`, { token, headers });
     const grant = (client_id: string, client_secret: string) =>
       call(app, 'POST', '/auth/token', {
         form: { grant_type: 'client_credentials', client_id, client_secret },
@@ -155,7 +154,7 @@ describe('audit events', () => {
       ['service_principal.secret_rotated', { service_id: 'billing-bot', grace_period_hours: 0 }],
       [
         'service_principal.associated',
-        { service_id: 'billing-bot', associated_user_id: bob.id, inherit_permissions: true },
+        { service_id: 'billing-bot', associated_user_id: alice.id, inherit_permissions: true },
       ],
       ['service_principal.deleted', { service_id: 'billing-bot' }],
     ]);

@@ -54,6 +54,7 @@ describe('service principals', () => {
       status: 400,
       body: { message: 'associated_user_id is required for service_account_user mode' },
     });
+    // Naming anyone but yourself is refused alike whether or not they exist: it reveals no account.
     expect(
       (
         await create(app, alice, {
@@ -62,7 +63,7 @@ describe('service principals', () => {
           associated_user_id: 'user:nobody',
         })
       ).status,
-    ).toBe(400);
+    ).toBe(403);
   });
 
   it('accepts service_account as an alias of service_account_user', async () => {
@@ -87,7 +88,7 @@ describe('service principals', () => {
     await create(app, alice, {
       name: 'Second',
       authentication_mode: 'service_account_user',
-      associated_user_id: 'user:bob',
+      associated_user_id: 'user:alice',
     });
     const list = await call(app, 'GET', BASE, { token: alice });
     expect(list.headers.get('x-total-count')).toBe('2');
@@ -215,7 +216,8 @@ describe('service principals', () => {
     await create(app, alice, {
       name: 'Agent',
       authentication_mode: 'service_account_user',
-      associated_user_id: 'user:bob',
+      associated_user_id: 'user:alice',
+      inherit_permissions: false,
     });
     expect(await app.authz.check('service_principal:agent', 'viewer', 'conversation:c1')).toBe(false);
 
@@ -228,7 +230,7 @@ describe('service principals', () => {
     });
     expect(await app.authz.check('service_principal:agent', 'viewer', 'conversation:c1')).toBe(false);
     expect((await call(app, 'POST', `${BASE}/agent/associate-user?user_id=user:nobody`, { token: alice })).status).toBe(
-      400,
+      403,
     );
     expect((await call(app, 'POST', `${BASE}/agent/associate-user`, { token: alice })).status).toBe(400);
   });

@@ -189,7 +189,14 @@ describe('filter parser (RFC 7644 §3.4.2.2)', () => {
 // ---------------------------------------------------------------------------------------------------------------
 
 function adminCaller(id: string): Caller {
-  return { kind: 'user', id, username: 'admin', roles: ['admin', 'user'], sessionId: undefined, via: 'bearer' };
+  return {
+    kind: 'user',
+    subject: `user:${id}`,
+    username: 'admin',
+    roles: ['admin', 'user'],
+    sessionId: undefined,
+    via: 'bearer',
+  };
 }
 
 for (const dialect of DIALECTS) {

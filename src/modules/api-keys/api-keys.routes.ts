@@ -1,9 +1,10 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { BadRequestError, ForbiddenError } from '../../errors.js';
+import { BadRequestError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
 import { clientInfo } from '../auth/auth.routes.js';
+import { asUser } from '../auth/caller.js';
 import { type ApiKeysService, DEFAULT_EXPIRES_DAYS, MAX_EXPIRES_DAYS, MAX_KEYS_PER_USER } from './api-keys.service.js';
 
 const TAGS = ['API keys'];
@@ -45,9 +46,7 @@ const keyParams = z.object({ key_id: z.string().min(1).max(64) });
 
 /** API keys belong to people; a service principal has its client secret instead. */
 function userCaller(req: Request) {
-  const caller = callerOf(req);
-  if (caller.kind !== 'user') throw new ForbiddenError('API keys belong to users', { code: 'AUTH_ACCESS_DENIED' });
-  return caller;
+  return asUser(callerOf(req), 'API keys belong to users');
 }
 
 export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
@@ -89,7 +88,7 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
         },
         handler: async ({ body, req }) => {
           const created = await keys.create(
-            userCaller(req).id,
+            userCaller(req).userId,
             { name: body.name, expiresDays: body.expires_days },
             clientInfo(req),
           );
@@ -113,7 +112,7 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
           }),
         },
         responses: { 200: { description: 'Your keys', schema: z.array(ApiKey) } },
-        handler: ({ query, req }) => keys.list(userCaller(req).id, query.include_expired),
+        handler: ({ query, req }) => keys.list(userCaller(req).userId, query.include_expired),
       }),
       defineRoute({
         method: 'post',
@@ -129,7 +128,7 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
           404: { description: 'No such key of yours' },
         },
         handler: async ({ params, req }) => ({
-          ...(await keys.rotate(userCaller(req).id, params.key_id, clientInfo(req))),
+          ...(await keys.rotate(userCaller(req).userId, params.key_id, clientInfo(req))),
           message: 'Store this key now: it will not be shown again; the previous value no longer works',
         }),
       }),
@@ -143,7 +142,7 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
         request: { params: keyParams },
         responses: { 204: { description: 'Deleted' }, 404: { description: 'No such key of yours' } },
         handler: async ({ params, req }) => {
-          await keys.delete(userCaller(req).id, params.key_id, clientInfo(req));
+          await keys.delete(userCaller(req).userId, params.key_id, clientInfo(req));
           return new Reply(204);
         },
       }),

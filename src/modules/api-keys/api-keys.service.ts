@@ -5,7 +5,7 @@ import type { Database } from '../../db/database.js';
 import { BadRequestError, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { AuditRecorder } from '../audit/audit.port.js';
 import type { ClientInfo } from '../auth/auth.service.js';
-import type { Caller } from '../auth/caller.js';
+import { type Caller, userSubject } from '../auth/caller.js';
 import { base62 } from '../auth/secrets.js';
 import { type TokenService, hashSecret } from '../auth/tokens.js';
 import type { UsersService } from '../users/users.service.js';
@@ -122,7 +122,7 @@ export class ApiKeysService {
     const { user } = await this.#resolve(key);
     return {
       kind: 'user',
-      id: user.id,
+      subject: userSubject(user.id),
       username: user.username,
       roles: user.roles,
       sessionId: undefined,

@@ -1,5 +1,4 @@
-import type { Caller } from '../auth/caller.js';
-import { principalObject } from '../authz/subjects.js';
+import { type Caller, userIdOf } from '../auth/caller.js';
 
 /**
  * Security-relevant events, appended to the audit log by every module. Implemented by the audit module
@@ -56,5 +55,5 @@ export interface AuditRecorder {
 
 /** How an event names whoever acted: a user by id, a service principal as `service_principal:<id>`. */
 export function actorOf(caller: Caller): string {
-  return caller.kind === 'service' ? principalObject(caller.id) : caller.id;
+  return userIdOf(caller) ?? caller.subject;
 }

@@ -5,6 +5,7 @@ import { SESSION_COOKIE, callerOf } from '../../http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../../http/route.js';
 import type { UsersService } from '../users/users.service.js';
 import type { AuthService, ClientInfo, LoginResult, StartedSession } from './auth.service.js';
+import { principalIdOf, userIdOf } from './caller.js';
 import type { KeyRing } from './keys.js';
 
 export interface AuthRouteDeps {
@@ -235,11 +236,13 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         responses: { 200: { description: 'Current user', schema: CurrentUser } },
         handler: async ({ req }) => {
           const caller = callerOf(req);
-          if (caller.kind === 'service') {
-            const principal = await deps.describePrincipal?.(caller.id);
+          const userId = userIdOf(caller);
+          if (userId === undefined) {
+            const serviceId = principalIdOf(caller) ?? '';
+            const principal = await deps.describePrincipal?.(serviceId);
             if (!principal) throw new UnauthorizedError('No such service principal', { code: 'AUTH_INVALID_TOKEN' });
             return {
-              id: caller.id,
+              id: serviceId,
               username: caller.username,
               email: null,
               email_verified: false,
@@ -250,7 +253,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
               last_login: null,
             };
           }
-          const user = await users.get(caller.id);
+          const user = await users.get(userId);
           if (!user) throw new UnauthorizedError('No such user', { code: 'AUTH_INVALID_TOKEN' });
           return {
             id: user.id,
@@ -275,7 +278,9 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         responses: { 200: { description: 'Sessions, oldest first', schema: SessionList } },
         handler: async ({ req }) => {
           const caller = callerOf(req);
-          const sessions = await auth.listSessions(caller.id);
+          // A service principal has no login sessions: its tokens are tied to its secret, not to a session.
+          const userId = userIdOf(caller);
+          const sessions = userId === undefined ? [] : await auth.listSessions(userId);
           return {
             sessions: sessions.map((s) => ({
               session_id: s.id,

@@ -11,7 +11,7 @@ import type { User, UsersService } from '../users/users.service.js';
 import { userKey } from '../users/users.store.js';
 import * as store from './auth.store.js';
 import { FailureThrottle } from './throttle.js';
-import type { Caller } from './caller.js';
+import { type Caller, principalSubject, userIdOf, userSubject } from './caller.js';
 import { type AccessClaims, type TokenService, hashSecret, opaqueToken } from './tokens.js';
 
 export interface ClientInfo {
@@ -276,7 +276,7 @@ export class AuthService {
     const id = parseCredential(sessionId)?.id ?? sessionId;
     const session = await this.deps.sessions.get(id);
     if (!session) throw new NotFoundError('Session not found', { code: 'SESSION_NOT_FOUND' });
-    if (session.userId !== caller.id) {
+    if (session.userId !== userIdOf(caller)) {
       throw new ForbiddenError('You can revoke only your own sessions', { code: 'AUTH_ACCESS_DENIED' });
     }
     await this.revokeSession(id);
@@ -312,7 +312,7 @@ export class AuthService {
     const claims = await this.verifyAccessToken(token);
     return {
       kind: claims.kind,
-      id: claims.sub,
+      subject: claims.kind === 'service' ? principalSubject(claims.sub) : userSubject(claims.sub),
       username: claims.username,
       roles: claims.roles,
       sessionId: this.#families.has(claims.sid.slice(0, claims.sid.indexOf(':'))) ? undefined : claims.sid,
@@ -336,7 +336,7 @@ export class AuthService {
     await this.#touch(session);
     return {
       kind: 'user',
-      id: user.id,
+      subject: userSubject(user.id),
       username: user.username,
       roles: user.roles,
       sessionId: session.id,

@@ -1,3 +1,11 @@
+import { ForbiddenError } from '../../errors.js';
+
+/**
+ * Who a caller is, typed: `user:<uuid>` for a person, `service_principal:<service_id>` for a non-human identity.
+ * Users and principals live in different id spaces, so a bare id never identifies a caller on its own.
+ */
+export type Subject = `user:${string}` | `service_principal:${string}`;
+
 /**
  * Who is making a request, as the authentication middleware established it. Every protected route of every
  * listener sees the same shape, whichever credential was presented.
@@ -5,8 +13,8 @@
 export interface Caller {
   /** A person, or a non-human identity (service principal). */
   kind: 'user' | 'service';
-  /** User id (UUID) or service principal id. */
-  id: string;
+  /** The typed identity: what ownership, sessions, audit and authorization key on. */
+  subject: Subject;
   username: string;
   roles: string[];
   /** The login session behind the credential; undefined for credentials without one (API keys). */
@@ -15,4 +23,34 @@ export interface Caller {
   via: 'bearer' | 'cookie' | 'api_key' | 'stdio';
   /** When the credential stops working (epoch seconds), if it expires. */
   expiresAt?: number;
+}
+
+/** A caller that is a person, with the id of their user record. */
+export type UserCaller = Caller & { kind: 'user'; userId: string };
+
+export const userSubject = (userId: string): Subject => `user:${userId}`;
+export const principalSubject = (serviceId: string): Subject => `service_principal:${serviceId}`;
+
+/** The caller's user id when the caller is a person; undefined for a service principal. */
+export function userIdOf(caller: Caller): string | undefined {
+  return caller.kind === 'user' && caller.subject.startsWith('user:')
+    ? caller.subject.slice('user:'.length)
+    : undefined;
+}
+
+/** The principal's service_id when the caller is a service principal; undefined for a person. */
+export function principalIdOf(caller: Caller): string | undefined {
+  return caller.kind === 'service' && caller.subject.startsWith('service_principal:')
+    ? caller.subject.slice('service_principal:'.length)
+    : undefined;
+}
+
+/**
+ * The caller as a person, for routes about a person's own records (profile, keys, data-subject rights, owning
+ * principals). A service principal is refused with 403: it has no such records, and never stands in for a user.
+ */
+export function asUser(caller: Caller, message = 'Only users may do this'): UserCaller {
+  const userId = userIdOf(caller);
+  if (userId === undefined) throw new ForbiddenError(message, { code: 'AUTH_ACCESS_DENIED' });
+  return { ...caller, kind: 'user', userId };
 }

@@ -10,5 +10,5 @@ export const SYSTEM = 'system:global';
 
 /** The subject authorization checks are made for. */
 export function subjectOf(caller: Caller): string {
-  return caller.kind === 'service' ? principalObject(caller.id) : userObject(caller.id);
+  return caller.subject;
 }

@@ -1,9 +1,10 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { BadRequestError, ForbiddenError } from '../../errors.js';
+import { BadRequestError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../../http/route.js';
 import { clearSessionCookie, clientInfo } from '../auth/auth.routes.js';
+import { asUser } from '../auth/caller.js';
 import { dataExportCsv } from './csv.js';
 import type { DataSubjectService } from './data-subject.service.js';
 import { CONSENT_TYPES } from './data-subject.tables.js';
@@ -135,9 +136,7 @@ const DeletionResult = z
 
 /** Data-subject rights are a person's: a service principal has no account data of its own here. */
 function personOf(req: Request) {
-  const caller = callerOf(req);
-  if (caller.kind !== 'user') throw new ForbiddenError('Data-subject rights belong to users');
-  return caller;
+  return asUser(callerOf(req), 'Data-subject rights belong to users');
 }
 
 /** `2026-06-01T12:00:00.000Z` → `20260601T120000Z`: a file name every system accepts. */
@@ -157,7 +156,7 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
         tags: TAGS,
         access: 'authenticated',
         responses: { 200: { description: 'Your data', schema: DataExport } },
-        handler: ({ req }) => dataSubject.exportData(personOf(req).id),
+        handler: ({ req }) => dataSubject.exportData(personOf(req).userId),
       }),
       defineRoute({
         method: 'get',
@@ -177,9 +176,9 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
         },
         handler: async ({ query, req, res }) => {
           const caller = personOf(req);
-          const data = await dataSubject.exportData(caller.id);
+          const data = await dataSubject.exportData(caller.userId);
           const body = query.format === 'csv' ? dataExportCsv(data) : `${JSON.stringify(data, null, 2)}\n`;
-          await dataSubject.recordExport(caller.id, query.format, clientInfo(req));
+          await dataSubject.recordExport(caller.userId, query.format, clientInfo(req));
           res
             .status(200)
             .set({
@@ -208,7 +207,7 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
         },
         handler: async ({ body, req }) =>
           dataSubject.updateProfile(
-            personOf(req).id,
+            personOf(req).userId,
             {
               ...(body.name !== undefined && { name: body.name }),
               ...(body.email !== undefined && { email: body.email }),
@@ -242,7 +241,7 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
           if (query.confirm?.toLowerCase() !== 'true') {
             throw new BadRequestError('Erasure is irreversible: confirm it with the query parameter confirm=true');
           }
-          const result = await erasure.erase(caller.id, clientInfo(req));
+          const result = await erasure.erase(caller.userId, clientInfo(req));
           clearSessionCookie(res); // its session is gone; the browser need not keep sending it
           return result;
         },
@@ -261,7 +260,7 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
           422: { description: 'Unknown consent_type or missing field' },
         },
         handler: async ({ body, req }) =>
-          dataSubject.recordConsent(personOf(req).id, body.consent_type, body.granted, clientInfo(req)),
+          dataSubject.recordConsent(personOf(req).userId, body.consent_type, body.granted, clientInfo(req)),
       }),
       defineRoute({
         method: 'get',
@@ -271,7 +270,7 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
         tags: TAGS,
         access: 'authenticated',
         responses: { 200: { description: 'Your consents', schema: ConsentState } },
-        handler: ({ req }) => dataSubject.consents(personOf(req).id),
+        handler: ({ req }) => dataSubject.consents(personOf(req).userId),
       }),
     ],
   };

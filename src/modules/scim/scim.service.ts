@@ -101,6 +101,11 @@ export interface ScimServiceDeps {
   authz: AuthzService;
   /** Ends a user's sessions and tokens (AuthService.revokeUser). */
   revokeUser: (userId: string) => Promise<number>;
+  /**
+   * Writes back the links that other identities derive from the user being active: the service principals that
+   * inherit the user's permissions (ServicePrincipalsService.restoreDelegationsTo). Called when the user is active.
+   */
+  restoreDelegations?: (userId: string) => Promise<void>;
   audit: AuditRecorder;
   logger: Logger;
   /** Absolute base URL of the service (`meta.location`, `Location`). */
@@ -552,6 +557,7 @@ export class ScimService {
       ...suspended.map((t) => ({ user: userObject(userId), relation: t.relation, object: t.object })),
     ]);
     if (suspended.length > 0) await store.forgetSuspendedTuples(this.db, userId);
+    await this.deps.restoreDelegations?.(userId);
   }
 
   async #writeTuples(tuples: Tuple[]): Promise<void> {

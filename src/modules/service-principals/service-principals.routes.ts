@@ -1,9 +1,10 @@
 import { z } from 'zod';
-import { BadRequestError, ForbiddenError } from '../../errors.js';
+import { BadRequestError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
 import type { Request } from 'express';
 import { clientInfo } from '../auth/auth.routes.js';
+import { asUser } from '../auth/caller.js';
 import type { ServicePrincipalsService } from './service-principals.service.js';
 
 const TAGS = ['Service principals'];
@@ -62,10 +63,7 @@ const idParams = z.object({ service_id: z.string().min(1).max(64) });
 
 /** Service principals are managed by the people who own them. */
 function userCaller(req: Request) {
-  const caller = callerOf(req);
-  if (caller.kind !== 'user')
-    throw new ForbiddenError('Service principals are managed by users', { code: 'AUTH_ACCESS_DENIED' });
-  return caller;
+  return asUser(callerOf(req), 'Service principals are managed by users');
 }
 
 /** HTTP Basic client authentication (RFC 6749 §2.3.1), the usual alternative to credentials in the body. */

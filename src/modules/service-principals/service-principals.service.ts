@@ -6,12 +6,12 @@ import { isUniqueViolation } from '../../db/errors.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
 import { type AuditEventType, type AuditRecorder, actorOf } from '../audit/audit.port.js';
 import type { ClientInfo } from '../auth/auth.service.js';
-import type { Caller } from '../auth/caller.js';
+import type { UserCaller } from '../auth/caller.js';
 import { base62 } from '../auth/secrets.js';
 import type { FailureThrottle } from '../auth/throttle.js';
 import { type TokenService, hashSecret } from '../auth/tokens.js';
-import { principalObject, userObject } from '../authz/subjects.js';
-import type { UsersService } from '../users/users.service.js';
+import { SYSTEM, principalObject, userObject } from '../authz/subjects.js';
+import type { User, UsersService } from '../users/users.service.js';
 import type { AuthenticationMode, ServicePrincipalsTable } from './service-principals.tables.js';
 
 type Row = Selectable<ServicePrincipalsTable>;
@@ -20,6 +20,8 @@ const SECRET_PREFIX = 'sp_secret_';
 /** Token families of service principals: `sp:<service_id>:<secret generation>`. */
 export const PRINCIPAL_TOKEN_FAMILY = 'sp';
 export const MODES: readonly AuthenticationMode[] = ['client_credentials', 'service_account_user'];
+/** User ids are UUIDs; a service_id of that shape is refused, so the two id spaces never meet. */
+const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 /** The form the spec gives user references in: `user:<username>`. */
 export interface ServicePrincipal {
@@ -76,7 +78,18 @@ export interface PrincipalsDeps {
 
 /**
  * Non-human identities. The creator owns a principal (an `owner` tuple), and only owners read, rotate, associate
- * or delete it. A principal in service_account_user mode with inherit_permissions `acts_as` its associated user.
+ * or delete it.
+ *
+ * What association means, by mode (the stored row always says what the principal does):
+ * - `client_credentials`: the principal acts as itself, with only the permissions granted to it. It has no
+ *   associated user and never inherits.
+ * - `service_account_user`: the principal acts on behalf of its associated user (always present). With
+ *   inherit_permissions it `acts_as` that user: it holds every permission the user holds, at the moment of each
+ *   check, so when the user loses a role, is deactivated or erased the principal loses it too. Associating a user
+ *   with a `client_credentials` principal turns it into a `service_account_user` one.
+ *
+ * Who may be associated: a caller may associate themselves; an administrator may associate any active user. Nobody
+ * else: a principal is never a way to borrow someone else's rights.
  */
 export class ServicePrincipalsService {
   private readonly now: () => Date;
@@ -86,19 +99,30 @@ export class ServicePrincipalsService {
   }
 
   async create(
-    owner: Caller,
+    owner: UserCaller,
     input: { name: string; description: string; mode: string; associatedUser?: string; inheritPermissions: boolean },
     client: ClientInfo,
   ): Promise<{ principal: ServicePrincipal; secret: string }> {
     const mode = parseMode(input.mode);
     const id = slugify(input.name);
     if (!id) throw new BadRequestError('name must contain letters or digits', { code: 'VALIDATION_ERROR' });
-    const associated = await this.#resolveUser(input.associatedUser);
-    if (mode === 'service_account_user' && !associated) {
+    if (UUID_SHAPE.test(id)) {
+      throw new BadRequestError('name must not be a UUID: service ids and user ids never share a form', {
+        code: 'VALIDATION_ERROR',
+      });
+    }
+    if (mode === 'client_credentials' && (input.associatedUser || input.inheritPermissions)) {
+      throw new BadRequestError(
+        'associated_user_id and inherit_permissions apply only to service_account_user mode: a client_credentials principal acts as itself',
+        { code: 'VALIDATION_ERROR' },
+      );
+    }
+    if (mode === 'service_account_user' && !input.associatedUser) {
       throw new BadRequestError('associated_user_id is required for service_account_user mode', {
         code: 'VALIDATION_ERROR',
       });
     }
+    const associated = input.associatedUser ? await this.#associable(owner, input.associatedUser) : undefined;
     const secret = `${SECRET_PREFIX}${base62(48)}`;
     const at = this.now().toISOString();
     const row: Row = {
@@ -106,7 +130,7 @@ export class ServicePrincipalsService {
       name: input.name,
       description: input.description,
       authentication_mode: mode,
-      owner_user_id: owner.id,
+      owner_user_id: owner.userId,
       associated_user_id: associated?.id ?? null,
       inherit_permissions: input.inheritPermissions ? 1 : 0,
       enabled: 1,
@@ -125,7 +149,7 @@ export class ServicePrincipalsService {
       throw error;
     }
     await this.deps.authz.write([
-      { user: userObject(owner.id), relation: 'owner', object: principalObject(id) },
+      { user: userObject(owner.userId), relation: 'owner', object: principalObject(id) },
       ...this.#actsAs(row),
     ]);
     await this.#audit('service_principal.created', owner, row, client, { authentication_mode: mode });
@@ -133,10 +157,10 @@ export class ServicePrincipalsService {
   }
 
   async list(
-    owner: Caller,
+    owner: UserCaller,
     filter: { mode?: string; offset: number; limit: number },
   ): Promise<{ items: ServicePrincipal[]; total: number }> {
-    const owned = (await this.deps.authz.listObjects(userObject(owner.id), 'owner', 'service_principal')).map((o) =>
+    const owned = (await this.deps.authz.listObjects(userObject(owner.userId), 'owner', 'service_principal')).map((o) =>
       o.slice(o.indexOf(':') + 1),
     );
     if (owned.length === 0) return { items: [], total: 0 };
@@ -147,7 +171,7 @@ export class ServicePrincipalsService {
     return { items: await Promise.all(page.map((row) => this.#present(row))), total: rows.length };
   }
 
-  async get(owner: Caller, id: string): Promise<ServicePrincipal> {
+  async get(owner: UserCaller, id: string): Promise<ServicePrincipal> {
     return this.#present(await this.#owned(owner, id));
   }
 
@@ -155,7 +179,7 @@ export class ServicePrincipalsService {
    * A new secret. The old one stops working at once, or, with a grace period, when the period ends; tokens issued
    * with it follow it.
    */
-  async rotateSecret(owner: Caller, id: string, graceHours: number, client: ClientInfo): Promise<string> {
+  async rotateSecret(owner: UserCaller, id: string, graceHours: number, client: ClientInfo): Promise<string> {
     const row = await this.#owned(owner, id);
     const secret = `${SECRET_PREFIX}${base62(48)}`;
     const now = this.now();
@@ -176,17 +200,18 @@ export class ServicePrincipalsService {
   }
 
   async associateUser(
-    owner: Caller,
+    owner: UserCaller,
     id: string,
     userRef: string,
     inheritPermissions: boolean,
     client: ClientInfo,
   ): Promise<ServicePrincipal> {
     const row = await this.#owned(owner, id);
-    const user = await this.#resolveUser(userRef);
-    if (!user) throw new BadRequestError('user_id is required', { code: 'VALIDATION_ERROR' });
+    if (!userRef) throw new BadRequestError('user_id is required', { code: 'VALIDATION_ERROR' });
+    const user = await this.#associable(owner, userRef);
     const updated: Row = {
       ...row,
+      authentication_mode: 'service_account_user',
       associated_user_id: user.id,
       inherit_permissions: inheritPermissions ? 1 : 0,
       updated_at: this.now().toISOString(),
@@ -194,6 +219,7 @@ export class ServicePrincipalsService {
     await this.deps.db
       .updateTable('service_principals')
       .set({
+        authentication_mode: updated.authentication_mode,
         associated_user_id: updated.associated_user_id,
         inherit_permissions: updated.inherit_permissions,
         updated_at: updated.updated_at,
@@ -211,7 +237,7 @@ export class ServicePrincipalsService {
   }
 
   /** Irreversible: the principal, its tuples and every token it holds are gone. */
-  async delete(owner: Caller, id: string, client: ClientInfo): Promise<void> {
+  async delete(owner: UserCaller, id: string, client: ClientInfo): Promise<void> {
     const row = await this.#owned(owner, id);
     await this.deps.db.deleteFrom('service_principals').where('id', '=', row.id).execute();
     await this.deps.authz.removeAllFor(principalObject(row.id));
@@ -233,9 +259,15 @@ export class ServicePrincipalsService {
    * from principals others own that act for them. Returns how many principals were deleted.
    */
   async deleteAllOwnedBy(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
+    // With no one to act for, such a principal acts as itself.
     await db
       .updateTable('service_principals')
-      .set({ associated_user_id: null, inherit_permissions: 0, updated_at: this.now().toISOString() })
+      .set({
+        authentication_mode: 'client_credentials',
+        associated_user_id: null,
+        inherit_permissions: 0,
+        updated_at: this.now().toISOString(),
+      })
       .where('associated_user_id', '=', userId)
       .where('owner_user_id', '!=', userId)
       .execute();
@@ -297,6 +329,20 @@ export class ServicePrincipalsService {
     return gen === row.secret_generation - 1 && this.#graceOpen(row);
   }
 
+  /**
+   * Writes back the `acts_as` links of the principals that inherit from a user, from what their rows say. A
+   * deactivation removes every tuple of the user, these included; reactivation calls this. Idempotent.
+   */
+  async restoreDelegationsTo(userId: string): Promise<void> {
+    const rows = await this.deps.db
+      .selectFrom('service_principals')
+      .selectAll()
+      .where('associated_user_id', '=', userId)
+      .execute();
+    const tuples = rows.flatMap((row) => this.#actsAs(row));
+    if (tuples.length > 0) await this.deps.authz.write(tuples);
+  }
+
   /** Facts about a principal for its own callers (GET /auth/me). */
   async describe(id: string): Promise<{ name: string; created_at: string } | undefined> {
     const row = await this.#find(id);
@@ -305,7 +351,7 @@ export class ServicePrincipalsService {
 
   #audit(
     type: Extract<AuditEventType, `service_principal.${string}`>,
-    owner: Caller,
+    owner: UserCaller,
     row: Row,
     client: ClientInfo,
     details: Record<string, string | number | boolean> = {},
@@ -343,21 +389,31 @@ export class ServicePrincipalsService {
   }
 
   /** 404 when there is no such principal; 403 when the caller does not own it. */
-  async #owned(owner: Caller, id: string): Promise<Row> {
+  async #owned(owner: UserCaller, id: string): Promise<Row> {
     const row = await this.#find(id);
     if (!row) throw new NotFoundError(`Service principal ${id} not found`, { code: 'NOT_FOUND' });
-    if (!(await this.deps.authz.check(userObject(owner.id), 'owner', principalObject(id)))) {
+    if (!(await this.deps.authz.check(userObject(owner.userId), 'owner', principalObject(id)))) {
       throw new ForbiddenError('Only the owner may manage this service principal', { code: 'AUTH_ACCESS_DENIED' });
     }
     return row;
   }
 
-  /** `user:<username>` (the spec's form) or a bare username → the user; 400 when there is none. */
-  async #resolveUser(ref: string | undefined) {
-    if (ref === undefined || ref === '') return undefined;
+  /**
+   * The user named by `user:<username>` (the spec's form) or a bare username, if the caller may associate them: the
+   * caller themselves, or, for an administrator, any active user. Everyone else is refused with 403 whether or not
+   * the user exists, so the refusal tells a non-administrator nothing about other accounts.
+   */
+  async #associable(caller: UserCaller, ref: string): Promise<User> {
     const username = ref.startsWith('user:') ? ref.slice('user:'.length) : ref;
     const user = await this.deps.users.getByUsername(username);
+    if (user?.id === caller.userId) return user;
+    if (!(await this.deps.authz.check(userObject(caller.userId), 'admin', SYSTEM))) {
+      throw new ForbiddenError('A service principal may be associated only with yourself', {
+        code: 'AUTH_ACCESS_DENIED',
+      });
+    }
     if (!user) throw new BadRequestError(`No user ${ref}`, { code: 'VALIDATION_ERROR' });
+    if (!user.active) throw new ForbiddenError(`User ${ref} is not active`, { code: 'AUTH_ACCESS_DENIED' });
     return user;
   }
 
