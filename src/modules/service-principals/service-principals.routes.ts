@@ -86,13 +86,20 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
         path: '/',
         operationId: 'createServicePrincipal',
         summary: 'Create a service principal',
-        description: 'The caller becomes its owner. The client secret is returned once; only its hash is kept.',
+        description:
+          'The caller becomes its owner. The client secret is returned once; only its hash is kept. ' +
+          'associated_user_id (service_account_user mode only) may name the caller; an administrator may name any ' +
+          'active user.',
         tags: TAGS,
         access: 'authenticated',
         request: { body: CreateServicePrincipal },
         responses: {
           201: { description: 'Created', schema: CreatedServicePrincipal },
-          400: { description: 'Invalid mode or missing fields' },
+          400: {
+            description:
+              'Invalid mode, missing fields, a name of UUID form, or an association in client_credentials mode',
+          },
+          403: { description: 'The associated user is not yourself (or, for an administrator, not an active user)' },
           409: { description: 'A principal with this service_id exists' },
         },
         handler: async ({ body, req }) => {
@@ -187,6 +194,9 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
         path: '/:service_id/associate-user',
         operationId: 'associateServicePrincipalUser',
         summary: 'Make the principal act for a user',
+        description:
+          'The principal becomes a service_account_user principal acting for the user. A caller may associate ' +
+          'themselves; an administrator may associate any active user.',
         tags: TAGS,
         access: 'authenticated',
         request: {
@@ -201,8 +211,8 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
         },
         responses: {
           200: { description: 'Associated', schema: ServicePrincipal },
-          400: { description: 'No such user' },
-          403: { description: 'Not the owner' },
+          400: { description: 'user_id is missing, or (for an administrator) names no user' },
+          403: { description: 'Not the owner, or a user you may not associate' },
           404: { description: 'No such principal' },
         },
         handler: ({ params, query, req }) =>
