@@ -7,7 +7,7 @@ import type { Lifecycle } from '../src/lifecycle.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { JsonRpcError } from '../src/mcp/direct-transport.js';
 import { rateHeaders } from '../src/mcp/policy.js';
-import { SERVER_CAPABILITIES, SERVER_INFO } from '../src/mcp/server.js';
+import { NOT_FOUND_DATA, SERVER_CAPABILITIES, SERVER_INFO } from '../src/mcp/server.js';
 import { REFUSAL_META, type Refusal } from '../src/mcp/tools.js';
 import { type Agent, type AgentEvent, runToCompletion } from '../src/modules/agent/agent.port.js';
 import type { Caller } from '../src/modules/auth/caller.js';
@@ -77,7 +77,9 @@ async function call(core: McpCore, caller: Caller, method: string, params?: Reco
     return await core.request(caller, method, params);
   } catch (error) {
     if (error instanceof JsonRpcError) {
-      if (error.code === -32002) throw new NotFoundError(error.message);
+      // -32002: no such resource; data.status 404: an argument names something the caller may not see.
+      if (error.code === -32002 || (error.data as { status?: unknown } | undefined)?.status === NOT_FOUND_DATA.status)
+        throw new NotFoundError(error.message.replace(/^MCP error -?\d+: /, ''), { code: 'NOT_FOUND' });
       throw new BadRequestError(error.message.replace(/^MCP error -?\d+: /, ''), { code: 'BAD_REQUEST' });
     }
     throw error;

@@ -1,6 +1,6 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { ListToolsRequestSchema, type Tool } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { z } from 'zod';
 import { toAppError } from '../errors.js';
@@ -187,6 +187,19 @@ function registerResources(server: McpServer, deps: McpServerDeps, fallbackCalle
   );
 }
 
+/** JSON-RPC error data of a prompt argument naming nothing the caller may see; REST-style callers get a 404. */
+export const NOT_FOUND_DATA = { status: 404 } as const;
+
+/**
+ * A prompt argument the caller got wrong (a conversation that does not exist or is not theirs) is invalid params,
+ * -32602, not an internal error; anything else stays internal and keeps its details to itself.
+ */
+function promptArgumentError(thrown: unknown): Error {
+  const error = toAppError(thrown);
+  if (error.status >= 500 || !error.expose) return new Error('Internal error', { cause: thrown });
+  return new McpError(ErrorCode.InvalidParams, error.message, error.status === 404 ? NOT_FOUND_DATA : undefined);
+}
+
 function registerPrompts(server: McpServer, deps: McpServerDeps, fallbackCaller: Caller | undefined): void {
   server.registerPrompt(
     'summarize_conversation',
@@ -201,7 +214,7 @@ function registerPrompts(server: McpServer, deps: McpServerDeps, fallbackCaller:
       const conversation = await deps.conversations
         .access(subjectOf(caller), conversation_id)
         .catch((error: unknown) => {
-          throw new Error(toAppError(error).expose ? toAppError(error).message : 'Internal error');
+          throw promptArgumentError(error);
         });
       const transcript = (await deps.conversations.messages(conversation.id))
         .filter((m) => m.role === 'user' || m.role === 'assistant')

@@ -61,7 +61,12 @@ export interface Refusal {
 }
 
 export function textResult(text: string, structured?: Record<string, unknown>): CallToolResult {
-  return { content: [{ type: 'text', text }], ...(structured && { structuredContent: structured }) };
+  return { content: [{ type: 'text', text }], ...(structured && { structuredContent: structured }), isError: false };
+}
+
+/** Every result says whether the call failed: the spec's tool call result has `isError` as a boolean, always. */
+function withIsError(result: CallToolResult): CallToolResult {
+  return { ...result, isError: result.isError === true };
 }
 
 /** A tool error: the call failed in an expected way, and the message says how. */
@@ -174,7 +179,7 @@ export class ToolExecutor {
       log: options.log ?? (() => Promise.resolve()),
     };
     try {
-      const result = await tool.handler(args as never, context);
+      const result = withIsError(await tool.handler(args as never, context));
       metrics.toolCalls.inc({ tool: tool.name, status: result.isError ? 'error' : 'success' });
       return result;
     } catch (thrown) {

@@ -53,7 +53,7 @@ const toolCall = (app: App, token: string, name: string, args: Json) =>
 async function agentChat(app: App, token: string, args: Json): Promise<MessageResponse> {
   const res = await toolCall(app, token, 'agent_chat', args);
   expect(res.status).toBe(200);
-  expect(res.body.isError).toBeUndefined();
+  expect(res.body.isError).toBe(false);
   return res.body.structuredContent as MessageResponse;
 }
 

@@ -34,7 +34,7 @@ async function chat(app: App, token: string, query: string, conversationId?: str
     },
   });
   expect(res.status).toBe(200);
-  expect(res.body.isError).toBeUndefined();
+  expect(res.body.isError).toBe(false);
   return res.body.structuredContent as Turn;
 }
 

@@ -77,7 +77,7 @@ describe('MCP Inspector CLI', () => {
       [...target, '--method', 'tools/call', '--tool-name', 'search_web', '--tool-arg', 'query=API keys'],
       env,
     );
-    expect(called.isError).toBeUndefined();
+    expect(called.isError).toBe(false);
     expect(JSON.stringify(called.structuredContent)).toContain('documentation');
   });
 });
