@@ -9,7 +9,7 @@ import { JsonRpcError } from '../src/mcp/direct-transport.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { NOT_FOUND_DATA, SERVER_CAPABILITIES, SERVER_INFO } from '../src/mcp/server.js';
 import { REFUSAL_META, type Refusal } from '../src/mcp/tools.js';
-import { type Agent, type AgentEvent, runToCompletion } from '../src/modules/agent/agent.port.js';
+import { type Agent, type AgentEvent, type AgentTurn, runToCompletion } from '../src/modules/agent/agent.port.js';
 import type { Caller } from '../src/modules/auth/caller.js';
 
 /**
@@ -46,6 +46,10 @@ const MessageRequest = z
       .optional()
       .describe('Extra context for the model (sent to it with the message)'),
     stream: z.boolean().default(false).describe('Stream the answer as `data: <json>` events'),
+    use_tools: z
+      .boolean()
+      .default(true)
+      .describe('Let the model call the tools you may use (the default); false answers with the model alone'),
   })
   .meta({ id: 'McpMessageRequest' });
 
@@ -107,6 +111,9 @@ function withContext(query: string, context: Record<string, unknown> | undefined
     : query;
 }
 
+/** One chat turn as the agent takes it, less who asks and how it is cancelled. */
+type ChatInput = Pick<AgentTurn, 'message' | 'mode' | 'conversationId'>;
+
 /**
  * Streams one chat turn: `content_start`, `content_delta`…, `content_end`, `message_complete`, or an `error` event.
  * The turn is cancelled when the client goes away or the service shuts down.
@@ -116,7 +123,7 @@ async function streamTurn(
   req: Request,
   res: Response,
   caller: Caller,
-  input: { message: string; conversationId?: string },
+  input: ChatInput,
   format: 'sse' | 'ndjson',
 ) {
   const release = deps.core.policy.openStream(caller);
@@ -136,13 +143,7 @@ async function streamTurn(
   };
   try {
     write({ type: 'content_start' });
-    const events: AsyncIterable<AgentEvent> = deps.agent().run({
-      caller,
-      message: input.message,
-      mode: 'chat',
-      signal: controller.signal,
-      ...(input.conversationId && { conversationId: input.conversationId }),
-    });
+    const events: AsyncIterable<AgentEvent> = deps.agent().run({ caller, ...input, signal: controller.signal });
     for await (const event of events) {
       if (event.type === 'delta') write({ type: 'content_delta', delta: event.text });
       else if (event.type === 'done') {
@@ -182,15 +183,17 @@ async function message(
 ) {
   const caller = await admitted(deps.core, req, res);
   await deps.core.policy.admitToolCall(caller, 'chat');
-  const input = {
+  const input: ChatInput = {
     message: withContext(body.query, body.context),
+    // Every chat entry point offers the caller's tools unless asked not to.
+    mode: body.use_tools ? 'agent' : 'chat',
     ...(body.conversation_id && { conversationId: body.conversation_id }),
   };
   if (format !== 'json') {
     await streamTurn(deps, req, res, caller, input, format);
     return undefined;
   }
-  return runToCompletion(deps.agent(), { caller, ...input, mode: 'chat' });
+  return runToCompletion(deps.agent(), { caller, ...input });
 }
 
 function mcpMethod(
@@ -316,8 +319,9 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
         operationId: 'mcp_message',
         summary: 'Send a chat message',
         description:
-          'With stream false, one Message response. With stream true, `data: <json>` events: content_start, ' +
-          'content_delta…, content_end, message_complete.',
+          'The model may call the tools you may use (use_tools false: none). With stream false, one Message ' +
+          'response. With stream true, `data: <json>` events: content_start, content_delta…, content_end, ' +
+          'message_complete.',
         tags: TAGS,
         access: 'authenticated',
         request: { body: MessageRequest },
@@ -341,7 +345,8 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
         operationId: 'message',
         summary: 'Send a chat message (transport level)',
         description:
-          'JSON by default; newline-delimited JSON for Accept: application/x-ndjson; events for text/event-stream.',
+          'The model may call the tools you may use (use_tools false: none). JSON by default; newline-delimited ' +
+          'JSON for Accept: application/x-ndjson; events for text/event-stream.',
         tags: TAGS,
         access: 'authenticated',
         request: { body: MessageRequest },
