@@ -155,6 +155,7 @@ describe('DELETE /api/v1/users/me', () => {
     const helper = await call(app, 'GET', '/api/v1/service-principals/helper', { token: footprint.bob.token });
     expect(helper.status).toBe(200);
     expect(helper.body.associated_user_id).toBeUndefined();
+    expect(helper.body).toMatchObject({ authentication_mode: 'client_credentials', inherit_permissions: false });
   });
 
   it('ends a session-mode cookie at once', async () => {

@@ -49,12 +49,13 @@ const login = async (app: App, username: string, password = PASSWORD) =>
 /**
  * Uses every part of the service that keeps something about a person (token mode): failed and successful logins,
  * a refreshed session, an API key and a token exchanged for it, an owned service principal and its token, a
- * principal of someone else acting for the user, a conversation (with its checkpoints and rate-limit counters),
+ * principal of an administrator acting for the user, a conversation (with its checkpoints and rate-limit counters),
  * consents, a rectified profile with preferences, a group, a linked identity-provider account and an export.
  */
 export async function leaveFootprint(app: App): Promise<Footprint> {
   const user = await createUser(app, USERNAME, { email: EMAIL });
-  const bobUser = await createUser(app, 'bob');
+  // An administrator: only an administrator may make a principal act for someone else.
+  const bobUser = await createUser(app, 'bob', { roles: ['admin', 'user'] });
   expect((await call(app, 'POST', '/auth/login', { body: { username: EMAIL, password: 'not it' } })).status).toBe(401);
 
   const first = await login(app, USERNAME);
