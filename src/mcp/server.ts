@@ -181,11 +181,18 @@ function registerResources(server: McpServer, deps: McpServerDeps, fallbackCalle
         return { contents: [{ uri: uri.href, mimeType: 'application/json', text: JSON.stringify(body, null, 2) }] };
       } catch (error) {
         const appError = toAppError(error);
+        // What the caller may not see does not exist for them: the MCP "resource not found" error.
+        if (appError.status === 404 || appError.status === 403) {
+          throw new McpError(RESOURCE_NOT_FOUND, appError.message, { uri: uri.href });
+        }
         throw new Error(appError.expose ? appError.message : 'Internal error', { cause: error });
       }
     },
   );
 }
+
+/** The MCP specification's error code for a resource that does not exist. */
+const RESOURCE_NOT_FOUND = -32002;
 
 /** JSON-RPC error data of a prompt argument naming nothing the caller may see; REST-style callers get a 404. */
 export const NOT_FOUND_DATA = { status: 404 } as const;

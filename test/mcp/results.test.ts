@@ -130,6 +130,19 @@ describe.each(Object.keys(wires))('over %s (official SDK client)', (wire) => {
       await client.close();
     }
   });
+
+  it('answers resources/read of an unknown or another user’s conversation with -32002 (resource not found)', async () => {
+    const client = await connected(wires[wire]!());
+    try {
+      for (const id of [UNKNOWN, bobsConversation]) {
+        const error = await rpcError(client.readResource({ uri: `conversation://${id}` }));
+        expect(error.code).toBe(-32002);
+        expect(error.message).toContain(`Conversation ${id} not found`);
+      }
+    } finally {
+      await client.close();
+    }
+  });
 });
 
 describe('over stdio (agent-service stdio, official SDK client)', () => {
@@ -199,7 +212,7 @@ describe('REST-style endpoints', () => {
     expect(missing.body.isError).toBe(true);
   });
 
-  it('POST /mcp/prompts/get answers 404 in the MCP error body for an unknown or another user’s conversation', async () => {
+  it('POST /mcp/prompts/get and /mcp/resources/read answer 404 for an unknown or another user’s conversation', async () => {
     for (const conversationId of [UNKNOWN, bobsConversation]) {
       const res = await call(app, 'POST', '/mcp/prompts/get', {
         token: alice,
@@ -207,6 +220,16 @@ describe('REST-style endpoints', () => {
           method: 'prompts/get',
           params: { name: 'summarize_conversation', arguments: { conversation_id: conversationId } },
         },
+      });
+      expect(res.status).toBe(404);
+      expect(res.body).toEqual({
+        error: { code: expect.any(String) as unknown, message: `Conversation ${conversationId} not found` },
+      });
+    }
+    for (const conversationId of [UNKNOWN, bobsConversation]) {
+      const res = await call(app, 'POST', '/mcp/resources/read', {
+        token: alice,
+        body: { params: { uri: `conversation://${conversationId}` } },
       });
       expect(res.status).toBe(404);
       expect(res.body).toEqual({
