@@ -338,7 +338,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     (openApi ??= buildOpenApiDocument(
       (['main', 'playground', 'builder'] as const).map((name) => ({
         ...(name !== 'main' && listeners.get(name)?.listening && { serverUrl: listeners.get(name)!.url }),
-        groups: [...groups[name].alwaysOn, ...groups[name].gated],
+        alwaysOn: groups[name].alwaysOn,
+        groups: groups[name].gated,
       })),
     ));
 

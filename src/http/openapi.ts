@@ -6,8 +6,14 @@ import {
   createDocument,
 } from 'zod-openapi';
 import { SERVICE_VERSION } from '../version.js';
-import type { ErrorArea } from './render-errors.js';
-import type { RouteDefinition, RouteGroup } from './route.js';
+import { type ErrorArea, ErrorAreas } from './render-errors.js';
+import {
+  type ResponseSpec,
+  type RouteDefinition,
+  type RouteGroup,
+  type RouteMounting,
+  frameworkResponses,
+} from './route.js';
 
 /** The error bodies of each area (spec "Errors"), as reusable components. */
 const fieldIssue = z
@@ -93,30 +99,24 @@ function toOpenApiPath(expressPath: string): string {
   return expressPath.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
 }
 
-/** Statuses every route of this kind can answer, beyond those the route lists. */
-function implicitErrorStatuses(route: RouteDefinition, area: ErrorArea): number[] {
-  const statuses = [500];
-  const req = route.request;
-  if (req?.params || req?.query || req?.body) statuses.push(area === 'data-subject' ? 422 : 400);
-  if (req?.body) statuses.push(413, 415);
-  if (route.access === 'authenticated') statuses.push(401);
-  return statuses;
+function describe(status: number, declared: ResponseSpec | undefined, reasons: string[]): string {
+  if (reasons.length === 0) return declared?.description ?? STATUS_TEXT[status] ?? '';
+  const when = reasons.join('; ');
+  return declared ? `${declared.description}. Also when ${when}` : `${STATUS_TEXT[status] ?? 'Error'}: ${when}`;
 }
 
-function operationFor(route: RouteDefinition, area: ErrorArea, serverUrl: string | undefined) {
+function operationFor(route: RouteDefinition, mounting: RouteMounting, serverUrl: string | undefined) {
   const responses: Record<string, ZodOpenApiResponseObject> = {};
-  const statuses = new Set([...Object.keys(route.responses).map(Number), ...implicitErrorStatuses(route, area)]);
+  const framework = frameworkResponses(route, mounting);
+  const statuses = new Set([...Object.keys(route.responses).map(Number), ...framework.keys()]);
   for (const status of [...statuses].sort((a, b) => a - b)) {
     const declared = route.responses[status];
+    const description = describe(status, declared, framework.get(status) ?? []);
     if (status >= 400 && !declared?.schema) {
-      const { schema, contentType } = errorSchemaFor(area, status);
-      responses[String(status)] = {
-        description: declared?.description ?? STATUS_TEXT[status] ?? 'Error',
-        content: { [contentType]: { schema } },
-      };
+      const { schema, contentType } = errorSchemaFor(mounting.area, status);
+      responses[String(status)] = { description, content: { [contentType]: { schema } } };
       continue;
     }
-    const description = declared?.description ?? STATUS_TEXT[status] ?? '';
     responses[String(status)] = declared?.schema
       ? { description, content: { [declared.contentType ?? 'application/json']: { schema: declared.schema } } }
       : { description };
@@ -149,18 +149,30 @@ function operationFor(route: RouteDefinition, area: ErrorArea, serverUrl: string
 export interface DocumentedListener {
   /** Absolute base URL for listeners other than the main one (their operations name their own server). */
   serverUrl?: string;
+  /** Groups behind the start-up gate (they answer 503 until the service has started). */
   groups: RouteGroup[];
+  /** Groups that answer from the first moment (probes, metrics). */
+  alwaysOn?: RouteGroup[];
 }
 
 /** Builds the OpenAPI 3.1 document from the same route definitions that serve and validate requests. */
 export function buildOpenApiDocument(listeners: DocumentedListener[]): ReturnType<typeof createDocument> {
   const paths: ZodOpenApiPathsObject = {};
   for (const listener of listeners) {
-    for (const group of listener.groups) {
+    const mounted = [
+      ...(listener.alwaysOn ?? []).map((group) => ({ group, gated: false })),
+      ...listener.groups.map((group) => ({ group, gated: true })),
+    ];
+    // Errors take the shape of the area the listener finds for the path, as `createListenerApp` registers them.
+    const areas = new ErrorAreas();
+    for (const { group } of mounted) if (group.prefix) areas.add(group.prefix, group.area);
+    for (const { group, gated } of mounted) {
       for (const route of group.routes) {
         if (route.internal) continue;
-        const path = toOpenApiPath(`${group.prefix}${route.path}`.replace(/\/$/, '') || '/');
-        paths[path] = { ...paths[path], [route.method]: operationFor(route, group.area, listener.serverUrl) };
+        const served = `${group.prefix}${route.path}`.replace(/\/$/, '') || '/';
+        const operation = operationFor(route, { area: areas.areaFor(served), gated }, listener.serverUrl);
+        const path = toOpenApiPath(served);
+        paths[path] = { ...paths[path], [route.method]: operation };
       }
     }
   }

@@ -87,6 +87,40 @@ export interface RouteGroup {
   routes: RouteDefinition[];
 }
 
+/** How a listener serves a route: the error area of its group, and whether the start-up gate stands before it. */
+export interface RouteMounting {
+  area: ErrorArea;
+  gated: boolean;
+}
+
+/**
+ * The error statuses the framework itself answers on a route, whatever its handler does, each with the
+ * conditions that cause it. They follow from the route's declaration and from what the listener puts in front of
+ * every route (`createListenerApp`: Host/Origin guard, X-API-Version, JSON and form body parsers, start-up gate)
+ * and what `mountRoutes` adds (authentication, media type and schema validation). The OpenAPI document adds them
+ * to every operation, so a route declares only what its handler answers.
+ */
+export function frameworkResponses(route: RouteDefinition, mounting: RouteMounting): Map<number, string[]> {
+  const statuses = new Map<number, string[]>();
+  const add = (status: number, reason: string) => statuses.set(status, [...(statuses.get(status) ?? []), reason]);
+  const req = route.request;
+  // Before routing, for every path: the parsers read any body sent (whatever the method), then the version check.
+  add(400, 'the body is not valid JSON or could not be read');
+  add(400, 'X-API-Version names an unsupported version');
+  add(403, 'the Host or Origin header names another site (while the service listens on loopback only)');
+  add(413, 'the body is larger than the configured limit (BODY_LIMIT_BYTES)');
+  add(415, 'the body has an unsupported charset or Content-Encoding');
+  if (mounting.gated) add(503, 'the service is still starting (see Retry-After)');
+  if (route.access === 'authenticated') add(401, 'the credential is missing, invalid or expired');
+  if (req?.body) add(415, `the body is not ${(req.bodyContentTypes ?? ['application/json']).join(' or ')}`);
+  if (req?.params || req?.query || req?.body) {
+    // The data-subject area reports field-level problems as 422, like the API it mirrors.
+    add(mounting.area === 'data-subject' ? 422 : 400, 'a path, query or body value does not match its schema');
+  }
+  add(500, 'an unexpected error (the body carries the trace_id to quote)');
+  return statuses;
+}
+
 function toFieldIssues(where: 'path' | 'query' | 'body', error: z.ZodError): FieldIssue[] {
   return error.issues.map((issue) => ({
     loc: [where, ...issue.path.map((p) => (typeof p === 'symbol' ? String(p) : p))],
