@@ -212,7 +212,12 @@ function mcpMethod(
     tags: TAGS,
     access: 'authenticated',
     request: { body: envelope(method, params) },
-    responses: { 200: { description: 'The MCP result', schema: result }, 429: { description: 'Rate limit exceeded' } },
+    responses: {
+      200: { description: 'The MCP result', schema: result },
+      400: { description: 'The MCP server refused the request (e.g. invalid params)' },
+      404: { description: 'No such resource, or one you may not see' },
+      429: { description: 'Rate limit exceeded' },
+    },
     handler: async ({ body, req, res }) =>
       call(deps.core, await admitted(deps.core, req, res), method, body.params as Record<string, unknown> | undefined),
   });
@@ -240,7 +245,10 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
               .default({ name: 'rest-client', version: '0' }),
           }),
         },
-        responses: { 200: { description: 'Server capabilities', schema: anyObject } },
+        responses: {
+          200: { description: 'Server capabilities', schema: anyObject },
+          429: { description: 'Rate limit exceeded' },
+        },
         handler: async ({ body, req, res }) => call(core, await admitted(core, req, res), 'initialize', body),
       }),
       mcpMethod(deps, '/tools/list', 'tools/list', 'List the tools you may use', anyObject),
@@ -307,7 +315,10 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
             }),
           ),
         },
-        responses: { 200: { description: 'Level set', schema: z.object({ success: z.boolean() }) } },
+        responses: {
+          200: { description: 'Level set', schema: z.object({ success: z.boolean() }) },
+          429: { description: 'Rate limit exceeded' },
+        },
         handler: async ({ body, req, res }) => {
           await call(core, await admitted(core, req, res), 'logging/setLevel', body.params as Record<string, unknown>);
           return { success: true };
@@ -350,7 +361,11 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
         tags: TAGS,
         access: 'authenticated',
         request: { body: MessageRequest },
-        responses: { 200: { description: 'The answer, or a stream of events', schema: MessageResponse } },
+        responses: {
+          200: { description: 'The answer, or a stream of events', schema: MessageResponse },
+          403: { description: 'Not permitted to chat' },
+          429: { description: 'Rate limit or concurrent-stream limit exceeded' },
+        },
         handler: ({ body, req, res }) => {
           const accept = req.get('Accept') ?? '';
           const format = accept.includes('application/x-ndjson')
@@ -375,7 +390,7 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
         summary,
         tags: TAGS,
         access: 'authenticated',
-        responses: { 200: { description: summary, schema: anyObject } },
+        responses: { 200: { description: summary, schema: anyObject }, 429: { description: 'Rate limit exceeded' } },
         handler: async ({ req, res }) => call(core, await admitted(core, req, res), method),
       }),
     ],

@@ -73,6 +73,7 @@ export class LegacySseConnections {
           deprecated: true,
           responses: {
             200: { description: 'text/event-stream', schema: z.string(), contentType: 'text/event-stream' },
+            429: { description: 'Too many concurrent streams' },
           },
           handler: async ({ req, res }) => {
             await this.#open(req, res);
@@ -96,7 +97,11 @@ export class LegacySseConnections {
             query: z.object({ sessionId: z.string().min(1).max(64) }),
             body: z.unknown().describe('A JSON-RPC 2.0 message'),
           },
-          responses: { 202: { description: 'Accepted' }, 404: { description: 'Unknown session' } },
+          responses: {
+            202: { description: 'Accepted' },
+            404: { description: 'Unknown session' },
+            429: { description: 'Request budget exhausted' },
+          },
           handler: async ({ query, req, res }) => {
             const caller = callerOf(req);
             const connection = this.#connections.get(query.sessionId);

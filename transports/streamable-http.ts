@@ -142,7 +142,14 @@ export class StreamableHttpSessions {
           responses: {
             200: { description: 'JSON-RPC response, as JSON or as an event stream', schema: z.unknown() },
             202: { description: 'Accepted (notifications and responses)' },
+            400: {
+              description: 'No session and not an initialize request, or an invalid message',
+              schema: z.unknown(),
+            },
             404: { description: 'Unknown or expired session', schema: z.unknown() },
+            406: { description: 'Accept lacks application/json or text/event-stream', schema: z.unknown() },
+            429: { description: 'Request budget exhausted' },
+            503: { description: 'Too many open sessions', schema: z.unknown() },
           },
           handler: async ({ req, res }) => {
             await admit(req, res);
@@ -170,6 +177,11 @@ export class StreamableHttpSessions {
           access: 'authenticated',
           responses: {
             200: { description: 'text/event-stream', schema: z.string(), contentType: 'text/event-stream' },
+            400: { description: 'No Mcp-Session-Id header', schema: z.unknown() },
+            404: { description: 'Unknown or expired session', schema: z.unknown() },
+            406: { description: 'Accept lacks text/event-stream', schema: z.unknown() },
+            409: { description: 'The session already has an open stream', schema: z.unknown() },
+            429: { description: 'Too many concurrent streams' },
           },
           handler: async ({ req, res }) => {
             const session = this.#sessionOf(req, res);
@@ -193,6 +205,7 @@ export class StreamableHttpSessions {
           access: 'authenticated',
           responses: {
             200: { description: 'Session ended' },
+            400: { description: 'No Mcp-Session-Id header', schema: z.unknown() },
             404: { description: 'Unknown session', schema: z.unknown() },
           },
           handler: async ({ req, res }) => {

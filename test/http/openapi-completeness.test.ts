@@ -62,6 +62,7 @@ interface Answer {
   status: number;
   contentType: string;
   body: string;
+  sessionId?: string;
 }
 
 function servedRoutes(app: App): ServedRoute[] {
@@ -141,7 +142,8 @@ function send(url: string, method: string, headers: Record<string, string>, body
         const contentType = res.headers['content-type'] ?? '';
         if (status < 400) {
           res.destroy();
-          resolve({ status, contentType, body: '' });
+          const sessionId = res.headers['mcp-session-id'];
+          resolve({ status, contentType, body: '', ...(typeof sessionId === 'string' && { sessionId }) });
           return;
         }
         const chunks: Buffer[] = [];
@@ -336,6 +338,13 @@ describe('every answer of the service is in its OpenAPI description', () => {
     expect(problems).toEqual([]);
   });
 
+  it('answers the refusals of the MCP transports themselves with documented statuses', async () => {
+    const result = await probeMcpWires(app, admin, doc);
+    expect(result.problems).toEqual([]);
+    // The probes reached the transports' own checks, not just the framework's.
+    expect(result.statuses).toEqual(expect.arrayContaining([400, 404, 406]));
+  });
+
   it('describes only served routes, and knows every page it serves outside them', async () => {
     const described = new Set(routes.map((served) => `${served.route.method} ${served.path}`));
     for (const [path, item] of Object.entries(doc.paths)) {
@@ -352,5 +361,73 @@ describe('every answer of the service is in its OpenAPI description', () => {
       'Sec-WebSocket-Key': 'dGhlIHNhbXBsZSBub25jZQ==',
     });
     expect(upgrade.status).toBe(401);
+  });
+});
+
+const INITIALIZE = JSON.stringify({
+  jsonrpc: '2.0',
+  id: 1,
+  method: 'initialize',
+  params: { protocolVersion: '2025-03-26', capabilities: {}, clientInfo: { name: 'probe', version: '1' } },
+});
+const TOOLS_LIST = JSON.stringify({ jsonrpc: '2.0', id: 2, method: 'tools/list', params: {} });
+const BOTH = 'application/json, text/event-stream';
+
+/** Requests each MCP transport refuses on its own (session, Accept, JSON-RPC, budget); what they answered. */
+async function probeMcpWires(target: App, token: string, description: Document) {
+  const base = target.url('main');
+  const auth = { Authorization: `Bearer ${token}` };
+  const json = { ...auth, 'Content-Type': 'application/json' };
+  const opened = await send(`${base}/mcp`, 'POST', { ...json, Accept: BOTH }, INITIALIZE);
+  const session: Record<string, string> = opened.sessionId ? { 'Mcp-Session-Id': opened.sessionId } : {};
+  const probes: [string, string, Record<string, string>, string?][] = [
+    ['POST', '/mcp', { ...json, Accept: 'application/json' }, INITIALIZE],
+    ['POST', '/mcp', { ...json, Accept: BOTH }, TOOLS_LIST],
+    ['POST', '/mcp', { ...json, Accept: BOTH, 'Mcp-Session-Id': 'no-such-session' }, TOOLS_LIST],
+    ['POST', '/mcp', { ...json, Accept: BOTH, ...session }, '{"not":"json-rpc"}'],
+    ['POST', '/mcp', { ...json, Accept: BOTH, ...session }, INITIALIZE],
+    ['POST', '/mcp', { ...json, Accept: BOTH }, INITIALIZE],
+    ['GET', '/mcp', { ...auth, Accept: 'text/event-stream' }],
+    ['GET', '/mcp', { ...auth, Accept: 'text/event-stream', 'Mcp-Session-Id': 'no-such-session' }],
+    ['GET', '/mcp', { ...auth, Accept: 'application/json', ...session }],
+    ['DELETE', '/mcp', auth],
+    ['DELETE', '/mcp', { ...auth, 'Mcp-Session-Id': 'no-such-session' }],
+    ['POST', '/messages?sessionId=no-such-session', json, TOOLS_LIST],
+    ['POST', '/mcp/resources/read', json, JSON.stringify({ params: { uri: 'conversation://no-such-conversation' } })],
+    ['POST', '/mcp/prompts/get', json, JSON.stringify({ params: { name: 'no-such-prompt' } })],
+    ['POST', '/mcp/tools/call', json, JSON.stringify({ params: { name: 'no-such-tool' } })],
+    ['POST', '/mcp/tools/list', json, '{}'],
+    ['GET', '/tools', auth],
+    ['POST', '/mcp/initialize', json, '{}'],
+  ];
+  const problems: string[] = [];
+  const statuses = new Set<number>();
+  for (const [method, path, headers, body] of probes) {
+    const answer = await send(`${base}${path}`, method, headers, body);
+    statuses.add(answer.status);
+    const operation = description.paths[path.split('?')[0]!]?.[method.toLowerCase()];
+    const problem = operation ? mismatch(description, operation, answer) : 'not described';
+    if (problem) problems.push(`${method} ${path} ${body ?? ''}: ${problem}`);
+  }
+  return { problems, statuses: [...statuses] };
+}
+
+describe('the MCP budgets', () => {
+  let limited: App;
+  let limitedAdmin: string;
+  let limitedDoc: Document;
+
+  beforeAll(async () => {
+    limited = buildTestApp({ ADMIN_PASSWORD, MCP_REQUESTS_PER_MINUTE: '1', MCP_MAX_SESSIONS: '1' });
+    await limited.start();
+    limitedAdmin = await accessToken(limited, 'admin', ADMIN_PASSWORD);
+    limitedDoc = (await (await fetch(`${limited.url('main')}/openapi.json`)).json()) as Document;
+  });
+  afterAll(() => limited?.close());
+
+  it('answers an exhausted request budget and a full session table with documented statuses', async () => {
+    const result = await probeMcpWires(limited, limitedAdmin, limitedDoc);
+    expect(result.problems).toEqual([]);
+    expect(result.statuses).toEqual(expect.arrayContaining([429]));
   });
 });
