@@ -81,7 +81,7 @@ function errorSchemaFor(area: ErrorArea, status: number): { schema: z.ZodType; c
 
 const STATUS_TEXT: Record<number, string> = {
   400: 'Invalid request',
-  401: 'Missing, invalid or expired credentials',
+  401: 'Not authenticated',
   403: 'Not permitted',
   404: 'Not found',
   409: 'Conflict',
