@@ -294,6 +294,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     maxSessions: config.mcp.maxSessions,
   });
   const sse = new LegacySseConnections({ core: mcp, lifecycle });
+  // Every 401, over HTTP or on a refused WebSocket upgrade, points at the protected-resource metadata.
+  const challenge = `Bearer realm="agent-service", resource_metadata="${config.publicUrl}/.well-known/oauth-protected-resource/mcp"`;
   const websocket = new WebSocketEndpoint({
     core: mcp,
     lifecycle,
@@ -301,6 +303,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     resolveCaller,
     originAllowed: (origin) => hosts?.originAllowed(origin) ?? true,
     maxPayloadBytes: config.bodyLimitBytes,
+    wwwAuthenticate: challenge,
   });
 
   const listeners = new Map<ListenerName, HttpListener>();
@@ -353,7 +356,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
       trustProxy: config.trustProxy,
       authenticate,
       ...(hosts && { guard: hostValidation(hosts) }),
-      wwwAuthenticate: `Bearer realm="agent-service", resource_metadata="${config.publicUrl}/.well-known/oauth-protected-resource/mcp"`,
+      wwwAuthenticate: challenge,
       alwaysOn: groups[name].alwaysOn,
       groups: groups[name].gated,
       extra: name === 'main' ? [docsRoutes(openApiDocument)] : [],

@@ -3,10 +3,12 @@ import { type Logger, pino } from 'pino';
 export type { Logger };
 
 /** Paths pino must never print: credentials in headers and bodies. */
-const REDACT = [
+export const REDACT = [
   'req.headers.authorization',
   'req.headers.cookie',
   'req.headers["x-api-key"]',
+  // A browser's WebSocket presents its token as the subprotocol `bearer.<token>`.
+  'req.headers["sec-websocket-protocol"]',
   'req.headers["mcp-session-id"]',
   'res.headers["set-cookie"]',
   '*.password',

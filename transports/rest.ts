@@ -2,6 +2,7 @@ import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { BadRequestError, ForbiddenError, NotFoundError, RateLimitError, toAppError } from '../src/errors.js';
 import { callerOf } from '../src/http/authenticate.js';
+import { mcpErrorCode } from '../src/http/render-errors.js';
 import { type RouteDefinition, type RouteGroup, defineRoute } from '../src/http/route.js';
 import type { Lifecycle } from '../src/lifecycle.js';
 import type { McpCore } from '../src/mcp/core.js';
@@ -159,8 +160,7 @@ async function streamTurn(
       write({
         type: 'error',
         error: {
-          code:
-            error.status === 429 ? 'rate_limit_exceeded' : error.status >= 500 ? 'internal_error' : 'invalid_request',
+          code: mcpErrorCode(error),
           message: error.expose ? error.message : 'Internal error',
         },
       });

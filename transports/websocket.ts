@@ -1,16 +1,24 @@
+import { randomUUID } from 'node:crypto';
 import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import type { Duplex } from 'node:stream';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import { type WebSocket, WebSocketServer } from 'ws';
-import { toAppError } from '../src/errors.js';
+import {
+  BadRequestError,
+  ForbiddenError,
+  ServiceUnavailableError,
+  UnauthorizedError,
+  toAppError,
+} from '../src/errors.js';
+import { rawHttpResponse, renderError } from '../src/http/render-errors.js';
 import type { Lifecycle } from '../src/lifecycle.js';
 import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { guardTransport } from '../src/mcp/guard.js';
 import { authInfoFor } from '../src/mcp/server.js';
-import type { Caller } from '../src/modules/auth/caller.js';
+import { type Caller, userIdOf } from '../src/modules/auth/caller.js';
 
 export const WEBSOCKET_PATH = '/mcp/ws';
 const HEARTBEAT_MS = 30_000;
@@ -32,13 +40,15 @@ export class WebSocketServerTransport implements Transport {
   ) {}
 
   start(): Promise<void> {
-    this.socket.on('message', (data: Buffer) => this.#receive(data.toString('utf8')));
+    this.socket.on('message', (data: Buffer) => this.deliver(data));
     this.socket.on('close', () => this.onclose?.());
     this.socket.on('error', (error) => this.onerror?.(error));
     return Promise.resolve();
   }
 
-  #receive(text: string): void {
+  /** Handles one message from the client (also those that arrived before the transport started). */
+  deliver(data: Buffer): void {
+    const text = data.toString('utf8');
     let message: unknown;
     try {
       message = JSON.parse(text);
@@ -93,18 +103,6 @@ export class WebSocketServerTransport implements Transport {
   }
 }
 
-function refuse(socket: Duplex, status: number, reason: string, headers: Record<string, string> = {}): void {
-  const body = JSON.stringify({ detail: reason });
-  const lines = [
-    `HTTP/1.1 ${status} ${status === 401 ? 'Unauthorized' : status === 403 ? 'Forbidden' : 'Too Many Requests'}`,
-    'Content-Type: application/json',
-    `Content-Length: ${Buffer.byteLength(body)}`,
-    'Connection: close',
-    ...Object.entries(headers).map(([k, v]) => `${k}: ${v}`),
-  ];
-  socket.end(`${lines.join('\r\n')}\r\n\r\n${body}`);
-}
-
 export interface WebSocketDeps {
   core: McpCore;
   lifecycle: Lifecycle;
@@ -113,23 +111,126 @@ export interface WebSocketDeps {
   /** Whether a browser Origin may connect (cross-site WebSocket hijacking). */
   originAllowed: (origin: string | undefined) => boolean;
   maxPayloadBytes: number;
+  /** The WWW-Authenticate challenge of a 401, the same one every HTTP route sends. */
+  wwwAuthenticate?: string;
+  /** How long a socket opened with `?auth=message` may take to send its auth message. */
+  authTimeoutMs?: number;
+  /** How many sockets may wait for their auth message at once; beyond that the upgrade is refused with 503. */
+  maxPendingAuth?: number;
+}
+
+/** The subprotocol the server answers with; the SDK's client asks for it. */
+export const MCP_SUBPROTOCOL = 'mcp';
+/** A browser's way to present an access token: the subprotocol `bearer.<token>`, offered next to `mcp`. */
+export const BEARER_SUBPROTOCOL_PREFIX = 'bearer.';
+/** Close codes of a socket refused after the upgrade (first-message authentication), mirroring HTTP statuses. */
+export const CLOSE_CODES = { unauthenticated: 4401, forbidden: 4403, rateLimited: 4429, internalError: 1011 } as const;
+const AUTH_TIMEOUT_MS = 5_000;
+const MAX_PENDING_AUTH = 256;
+const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
+const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+const WEBSOCKET_KEY = /^[+/0-9A-Za-z]{22}==$/;
+
+/** Where the upgrade's credential comes from: its headers (possibly a bearer subprotocol), or a first message. */
+type UpgradeCredential = { via: 'headers'; headers: IncomingHttpHeaders } | { via: 'message' };
+
+function offeredSubprotocols(headers: IncomingHttpHeaders): string[] {
+  const header = headers['sec-websocket-protocol'];
+  if (header === undefined) return [];
+  return header
+    .split(',')
+    .map((protocol) => protocol.trim())
+    .filter(Boolean);
+}
+
+/** The refusals `ws` would otherwise write itself, in its own shape: answered here in the wire's shape instead. */
+function checkHandshake(req: IncomingMessage): void {
+  if (req.method !== 'GET') throw new BadRequestError('A WebSocket upgrade must be a GET request');
+  if (req.headers.upgrade?.toLowerCase() !== 'websocket')
+    throw new BadRequestError('The Upgrade header must be "websocket"');
+  if (!WEBSOCKET_KEY.test(req.headers['sec-websocket-key'] ?? ''))
+    throw new BadRequestError('Missing or invalid Sec-WebSocket-Key header');
+  const version = req.headers['sec-websocket-version'];
+  if (version !== '13' && version !== '8')
+    throw new BadRequestError('Unsupported Sec-WebSocket-Version: use 13', {
+      headers: { 'Sec-WebSocket-Version': '13, 8' },
+    });
 }
 
 /**
- * MCP over WebSocket at `/mcp/ws`. The credential (Bearer header, X-API-Key or session cookie) is checked on the
- * upgrade; the connection speaks for that caller until it closes, its credential expires, or the service stops.
+ * The credential of an upgrade, checked for ambiguity. Browsers cannot set headers, so besides the usual headers
+ * (Authorization, X-API-Key, the session cookie) a client may offer the subprotocol `bearer.<token>` next to `mcp`,
+ * or ask with `?auth=message` to send `{"type":"auth","token":"…"}` as its first message. One credential only: a
+ * cookie, which a browser sends by itself, gives way to the explicit one.
+ */
+function credentialOf(req: IncomingMessage): UpgradeCredential {
+  const { headers } = req;
+  const offered = offeredSubprotocols(headers);
+  const bearers = offered.filter((protocol) => protocol.startsWith(BEARER_SUBPROTOCOL_PREFIX));
+  const byMessage = new URL(req.url ?? '/', 'http://localhost').searchParams.get('auth') === 'message';
+  const headerCredential = headers.authorization !== undefined || headers['x-api-key'] !== undefined;
+  if (bearers.length > 1) throw new BadRequestError('Offer at most one bearer.<token> subprotocol');
+  if (bearers.length + Number(byMessage) + Number(headerCredential) > 1)
+    throw new BadRequestError('Present one credential: a header, a bearer.<token> subprotocol, or ?auth=message');
+  if (byMessage) return { via: 'message' };
+  if (bearers.length === 0) return { via: 'headers', headers };
+  // The answer names one subprotocol of the offer, never the token: `mcp` must be offered with it.
+  if (!offered.includes(MCP_SUBPROTOCOL))
+    throw new BadRequestError('Offer the mcp subprotocol together with bearer.<token>');
+  const token = bearers[0]!.slice(BEARER_SUBPROTOCOL_PREFIX.length);
+  if (!TOKEN.test(token))
+    throw new UnauthorizedError('The bearer.<token> subprotocol carries no valid token', {
+      code: 'AUTH_INVALID_TOKEN',
+    });
+  return { via: 'headers', headers: { ...headers, authorization: `Bearer ${token}` } };
+}
+
+/** The client's `X-Request-Id` when it is sane, else a new one: refusals and their log lines carry it. */
+function requestIdOf(req: IncomingMessage): string {
+  const given = req.headers['x-request-id'];
+  return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
+}
+
+/** The token of a first message `{"type":"auth","token":"…"}`, if that is what it is. */
+function authTokenOf(data: Buffer): string | undefined {
+  let message: unknown;
+  try {
+    message = JSON.parse(data.toString('utf8'));
+  } catch {
+    return undefined;
+  }
+  if (typeof message !== 'object' || message === null) return undefined;
+  const { type, token } = message as Record<string, unknown>;
+  return type === 'auth' && typeof token === 'string' && TOKEN.test(token) ? token : undefined;
+}
+
+function closeCodeFor(status: number): number {
+  if (status === 401) return CLOSE_CODES.unauthenticated;
+  if (status === 403) return CLOSE_CODES.forbidden;
+  if (status === 429) return CLOSE_CODES.rateLimited;
+  return CLOSE_CODES.internalError;
+}
+
+/**
+ * MCP over WebSocket at `/mcp/ws`. The credential is checked on the upgrade (headers or a `bearer.<token>`
+ * subprotocol), or, with `?auth=message`, in the first message; the connection speaks for that caller until it
+ * closes, its credential expires, or the service stops. A refused upgrade is answered by the HTTP error renderer,
+ * so it carries the same status, body and headers as any other MCP route.
  */
 export class WebSocketEndpoint {
   readonly #wss: WebSocketServer;
   readonly #sockets = new Set<WebSocket>();
+  /** Sockets upgraded with `?auth=message` that have not authenticated yet. */
+  readonly #pending = new Set<WebSocket>();
   readonly #heartbeat: NodeJS.Timeout;
 
   constructor(private readonly deps: WebSocketDeps) {
     this.#wss = new WebSocketServer({
       noServer: true,
       maxPayload: deps.maxPayloadBytes,
-      // The SDK's client asks for the `mcp` subprotocol; clients that ask for none are welcome too.
-      handleProtocols: (protocols) => (protocols.has('mcp') ? 'mcp' : false),
+      // The SDK's client asks for the `mcp` subprotocol; clients that ask for none are welcome too. Whatever else
+      // is offered (a `bearer.<token>`) is never echoed.
+      handleProtocols: (protocols) => (protocols.has(MCP_SUBPROTOCOL) ? MCP_SUBPROTOCOL : false),
     });
     const alive = new WeakSet<WebSocket>();
     this.#heartbeat = setInterval(() => {
@@ -163,29 +264,131 @@ export class WebSocketEndpoint {
 
   async #accept(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
     const { core, lifecycle } = this.deps;
-    if (lifecycle.phase !== 'running') return refuse(socket, 503, 'The service is not running');
-    if (!this.deps.originAllowed(req.headers.origin)) return refuse(socket, 403, 'Origin not allowed');
-    let caller: Caller;
-    let release: () => void;
+    const requestId = requestIdOf(req);
+    // Node stops watching the socket once it is handed over for an upgrade: a reset before `ws` takes it over
+    // must not go unhandled.
+    const onError = () => socket.destroy();
+    socket.on('error', onError);
+    let release: (() => void) | undefined;
     try {
-      caller = await this.deps.resolveCaller(req.headers);
-      release = core.policy.openStream(caller);
+      if (lifecycle.phase !== 'running')
+        throw new ServiceUnavailableError('The service is not running', {
+          code: 'SERVICE_UNAVAILABLE',
+          headers: { 'Retry-After': '1' },
+        });
+      checkHandshake(req);
+      if (!this.deps.originAllowed(req.headers.origin))
+        throw new ForbiddenError('Origin not allowed', { code: 'FORBIDDEN' });
+      const credential = credentialOf(req);
+      if (credential.via === 'message') {
+        if (this.#pending.size >= (this.deps.maxPendingAuth ?? MAX_PENDING_AUTH))
+          throw new ServiceUnavailableError('Too many connections awaiting authentication; retry shortly', {
+            code: 'SERVICE_UNAVAILABLE',
+            headers: { 'Retry-After': '1' },
+          });
+        socket.off('error', onError);
+        this.#wss.handleUpgrade(req, socket, head, (ws) => {
+          this.#wss.emit('connection', ws, req);
+          this.#awaitAuthMessage(ws, requestId);
+        });
+        return;
+      }
+      const caller = await this.deps.resolveCaller(credential.headers);
+      const slot = core.policy.openStream(caller);
+      release = slot;
+      // The client may have gone while its credential was checked, or `ws` may still refuse the handshake:
+      // either way the stream slot goes back.
+      if (socket.destroyed) return slot();
+      socket.once('close', slot);
+      socket.off('error', onError);
+      this.#wss.handleUpgrade(req, socket, head, (ws) => {
+        this.#wss.emit('connection', ws, req);
+        void this.#serve(ws, caller, slot, []);
+      });
     } catch (thrown) {
-      const error = toAppError(thrown);
-      return refuse(
-        socket,
-        error.status,
-        error.message,
-        error.status === 401 ? { 'WWW-Authenticate': 'Bearer realm="agent-service"' } : {},
-      );
+      release?.();
+      this.#refuse(socket, thrown, requestId);
     }
-    this.#wss.handleUpgrade(req, socket, head, (ws) => {
-      this.#wss.emit('connection', ws, req);
-      void this.#serve(ws, caller, release);
-    });
   }
 
-  async #serve(ws: WebSocket, caller: Caller, release: () => void): Promise<void> {
+  /** Answers a refused upgrade with the HTTP renderer's status, body and headers, then closes the connection. */
+  #refuse(socket: Duplex, thrown: unknown, requestId: string): void {
+    const error = toAppError(thrown);
+    const rendered = renderError('mcp', error, requestId, this.deps.wwwAuthenticate);
+    rendered.headers['X-Request-Id'] = requestId;
+    const fields = { req: { id: requestId }, url: WEBSOCKET_PATH, status: rendered.status, code: error.code };
+    if (rendered.status >= 500 && !(error instanceof ServiceUnavailableError))
+      this.deps.logger.error({ ...fields, err: error.cause ?? error }, 'websocket upgrade failed');
+    else this.deps.logger.warn(fields, `websocket upgrade refused: ${error.message}`);
+    if (socket.writable) socket.end(rawHttpResponse(rendered));
+    else socket.destroy();
+  }
+
+  /**
+   * A socket opened with `?auth=message`: its first message must be `{"type":"auth","token":"<access token>"}`
+   * (the playground's shape), answered `{"type":"auth_success","user_id"}`; anything else, a bad token or silence
+   * beyond the timeout is answered `{"type":"auth_error","message"}` and closed (4401, or 4429 over the stream
+   * limit). Messages sent while the token is checked are kept and delivered once it is accepted.
+   */
+  #awaitAuthMessage(ws: WebSocket, requestId: string): void {
+    const { core, logger } = this.deps;
+    this.#pending.add(ws);
+    const early: Buffer[] = [];
+    let received = false;
+    const settle = () => {
+      clearTimeout(timer);
+      this.#pending.delete(ws);
+      ws.off('message', onMessage);
+    };
+    const refuse = (thrown: unknown) => {
+      settle();
+      const error = toAppError(thrown);
+      const message = error.expose ? error.message : 'Internal server error';
+      if (error.status >= 500)
+        logger.error({ req: { id: requestId }, err: error.cause ?? error }, 'websocket auth failed');
+      else
+        logger.warn(
+          { req: { id: requestId }, url: WEBSOCKET_PATH, status: error.status },
+          `websocket auth refused: ${message}`,
+        );
+      if (ws.readyState !== ws.OPEN) return;
+      ws.send(JSON.stringify({ type: 'auth_error', message }));
+      ws.close(closeCodeFor(error.status), message.slice(0, 120));
+    };
+    const timer = setTimeout(
+      () => refuse(new UnauthorizedError('No auth message received in time', { code: 'AUTH_INVALID_TOKEN' })),
+      this.deps.authTimeoutMs ?? AUTH_TIMEOUT_MS,
+    );
+    timer.unref();
+    const onMessage = (data: Buffer) => {
+      if (received) {
+        early.push(data);
+        return;
+      }
+      received = true;
+      const token = authTokenOf(data);
+      if (token === undefined)
+        return refuse(
+          new UnauthorizedError('The first message must be {"type":"auth","token":"<access token>"}', {
+            code: 'AUTH_INVALID_TOKEN',
+          }),
+        );
+      void this.deps
+        .resolveCaller({ authorization: `Bearer ${token}` })
+        .then((caller) => {
+          if (ws.readyState !== ws.OPEN) return settle();
+          const release = core.policy.openStream(caller);
+          settle();
+          ws.send(JSON.stringify({ type: 'auth_success', user_id: userIdOf(caller) ?? caller.subject }));
+          void this.#serve(ws, caller, release, early);
+        })
+        .catch(refuse);
+    };
+    ws.on('message', onMessage);
+    ws.once('close', settle);
+  }
+
+  async #serve(ws: WebSocket, caller: Caller, release: () => void, early: Buffer[]): Promise<void> {
     const { core } = this.deps;
     this.#sockets.add(ws);
     core.metrics.connections.inc({ server: 'websocket' });
@@ -206,10 +409,11 @@ export class WebSocketEndpoint {
     });
     await server.connect(transport);
     guardTransport(transport, { policy: core.policy, metrics: core.metrics, fallbackCaller: caller, rateLimit: true });
+    for (const data of early) transport.deliver(data);
   }
 
   close(): void {
     clearInterval(this.#heartbeat);
-    for (const socket of this.#sockets) socket.close(1001, 'server shutting down');
+    for (const socket of [...this.#sockets, ...this.#pending]) socket.close(1001, 'server shutting down');
   }
 }

@@ -1,3 +1,4 @@
+import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
 import { type AppError, NotFoundError, UnauthorizedError, ValidationError, toAppError } from '../errors.js';
 
@@ -21,7 +22,10 @@ function publicMessage(err: AppError): string {
   return err.expose ? err.message : GENERIC_500;
 }
 
-function mcpCode(err: AppError): string {
+/** The MCP error code of an error, the same on every wire: HTTP bodies, stream `error` events. */
+export function mcpErrorCode(
+  err: AppError,
+): 'invalid_request' | 'permission_denied' | 'rate_limit_exceeded' | 'internal_error' {
   if (err.status === 403) return 'permission_denied';
   if (err.status === 429) return 'rate_limit_exceeded';
   if (err.status >= 500) return 'internal_error';
@@ -60,7 +64,7 @@ const renderers: Record<ErrorArea, (err: AppError, traceId: string) => RenderedE
       headers: {},
       body: {
         error: {
-          code: mcpCode(err),
+          code: mcpErrorCode(err),
           message: publicMessage(err),
           ...(err.status >= 500 && { trace_id: traceId }),
           ...(err.status === 429 && 'retryAfterSeconds' in err && { retry_after: err.retryAfterSeconds }),
@@ -119,8 +123,30 @@ export function renderError(
   const rendered = renderers[area](err, traceId);
   const headers = { ...rendered.headers, ...err.headers };
   if (rendered.status === 401 && !('WWW-Authenticate' in headers)) headers['WWW-Authenticate'] = wwwAuthenticate;
-  if (rendered.status === 429 && 'retryAfterSeconds' in err) headers['Retry-After'] = String(err.retryAfterSeconds);
+  if ((rendered.status === 429 || rendered.status === 503) && 'retryAfterSeconds' in err)
+    headers['Retry-After'] ??= String(err.retryAfterSeconds);
   return { ...rendered, headers };
+}
+
+/**
+ * The same rendered error as a complete HTTP/1.1 response, for the places that hold a bare socket and no express
+ * response (a refused WebSocket upgrade): the status line from node's table, the JSON body, its length, and every
+ * header the HTTP renderer chose (WWW-Authenticate, Retry-After…). The connection closes after it.
+ */
+export function rawHttpResponse(rendered: RenderedError): string {
+  const body = JSON.stringify(rendered.body);
+  const headers: Record<string, string> = {
+    'Content-Type': 'application/json; charset=utf-8',
+    ...rendered.headers,
+    'Content-Length': String(Buffer.byteLength(body)),
+    Connection: 'close',
+  };
+  const lines = [
+    `HTTP/1.1 ${rendered.status} ${STATUS_CODES[rendered.status] ?? 'Error'}`,
+    // A header value never spans lines: a CR or LF in one would let it write headers of its own.
+    ...Object.entries(headers).map(([name, value]) => `${name}: ${value.replace(/[\r\n]+/g, ' ')}`),
+  ];
+  return `${lines.join('\r\n')}\r\n\r\n${body}`;
 }
 
 /** Longest-prefix table from mount path to error area, filled by `mountArea`. */
