@@ -1,15 +1,14 @@
 import { randomBytes } from 'node:crypto';
-import { type Server, createServer } from 'node:http';
+import type { Server } from 'node:http';
 import { connect } from 'node:net';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { App } from '../../src/app.js';
 import { ForbiddenError } from '../../src/errors.js';
-import { createCallerResolver } from '../../src/http/authenticate.js';
 import { Lifecycle } from '../../src/lifecycle.js';
-import { WebSocketEndpoint, type WebSocketDeps } from '../../transports/websocket.js';
 import { startTestApp } from '../helpers/app.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { standaloneEndpoint } from './websocket-endpoint.js';
 
 /** Every refusal of every MCP wire comes from the HTTP error renderer: one status, body and header set. */
 
@@ -77,30 +76,6 @@ function jsonBody(response: RawResponse): unknown {
   return JSON.parse(response.body);
 }
 
-/** A WebSocket endpoint of the app's own MCP core on a separate server, with the given settings. */
-async function standaloneEndpoint(app: App, deps: Partial<WebSocketDeps>): Promise<string> {
-  const endpoint = new WebSocketEndpoint({
-    core: app.mcp,
-    lifecycle: app.lifecycle,
-    logger: app.logger,
-    resolveCaller: createCallerResolver({
-      bearer: (token) => app.auth.authenticateBearer(token),
-      sessionCookie: (credential) => app.auth.authenticateSession(credential),
-    }),
-    originAllowed: () => true,
-    maxPayloadBytes: 1_000_000,
-    ...deps,
-  });
-  const server = createServer();
-  server.on('upgrade', (req, socket, head) => {
-    if (!endpoint.handleUpgrade(req, socket, head)) socket.destroy();
-  });
-  servers.push(server);
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const address = server.address() as { port: number };
-  return `http://127.0.0.1:${address.port}`;
-}
-
 describe('a refused WebSocket upgrade is an HTTP response from the HTTP renderer', () => {
   it('without credentials: 401 Unauthorized, the resource_metadata hint and the MCP 401 body', async () => {
     const { app } = await setUp();
@@ -152,7 +127,8 @@ describe('a refused WebSocket upgrade is an HTTP response from the HTTP renderer
 
   it('while the service is not running: 503 Service Unavailable with Retry-After', async () => {
     const { app, token } = await setUp();
-    const url = await standaloneEndpoint(app, { lifecycle: new Lifecycle() });
+    const { url, server } = await standaloneEndpoint(app, { lifecycle: new Lifecycle() });
+    servers.push(server);
     const refused = await rawUpgrade(url, { Authorization: `Bearer ${token}` });
     expect(refused.statusLine).toBe('HTTP/1.1 503 Service Unavailable');
     expect(refused.headers['retry-after']).toBe('1');
@@ -167,7 +143,8 @@ describe('a refused WebSocket upgrade is an HTTP response from the HTTP renderer
 
   it('over the limit of sockets awaiting their auth message: 503 with Retry-After', async () => {
     const { app } = await setUp();
-    const url = await standaloneEndpoint(app, { maxPendingAuth: 1 });
+    const { url, server } = await standaloneEndpoint(app, { maxPendingAuth: 1 });
+    servers.push(server);
     const waiting = new WebSocket(`${url.replace('http', 'ws')}/mcp/ws?auth=message`);
     await new Promise((resolve, reject) => waiting.once('open', resolve).once('error', reject));
     const refused = await rawUpgrade(url, {}, '/mcp/ws?auth=message');
