@@ -1,8 +1,9 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
+import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { NotFoundError } from '../src/errors.js';
+import { BadRequestError, NotFoundError } from '../src/errors.js';
 import { callerOf } from '../src/http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../src/http/route.js';
 import type { Lifecycle } from '../src/lifecycle.js';
@@ -109,6 +110,9 @@ export class LegacySseConnections {
             if (!connection || connection.callerId !== caller.subject)
               throw new NotFoundError('Session not found', { code: 'NOT_FOUND' });
             res.set(rateHeaders(await core.policy.admitRequest(caller)));
+            // The SDK would answer a message it cannot read in plain text; refused here, it gets the MCP error body.
+            if (!JSONRPCMessageSchema.safeParse(req.body).success)
+              throw new BadRequestError('The body must be a JSON-RPC 2.0 message', { code: 'BAD_REQUEST' });
             await connection.transport.handlePostMessage(
               Object.assign(req, { auth: authInfoFor(caller) }),
               res,

@@ -4,6 +4,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
+import { ServiceUnavailableError } from '../src/errors.js';
 import { callerOf } from '../src/http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../src/http/route.js';
 import type { Lifecycle } from '../src/lifecycle.js';
@@ -91,10 +92,12 @@ export class StreamableHttpSessions {
   async #open(req: Request, res: Response): Promise<void> {
     const caller = callerOf(req);
     if (this.#sessions.size >= this.options.maxSessions) await this.reapIdle(Date.now() + this.options.idleMs / 2);
-    if (this.#sessions.size >= this.options.maxSessions) {
-      jsonRpcError(res, 503, -32000, 'Too many open sessions; try again later');
-      return;
-    }
+    // A refusal of the service, not of the protocol: rendered like every other MCP route's, with Retry-After.
+    if (this.#sessions.size >= this.options.maxSessions)
+      throw new ServiceUnavailableError('Too many open sessions; try again later', {
+        code: 'SERVICE_UNAVAILABLE',
+        headers: { 'Retry-After': '1' },
+      });
     const server = this.options.core.createServer();
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
       sessionIdGenerator: () => randomUUID(),

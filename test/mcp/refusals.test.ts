@@ -168,6 +168,62 @@ describe('a refused WebSocket upgrade is an HTTP response from the HTTP renderer
 });
 
 describe('refusals of the HTTP streaming wires', () => {
+  it('streamable HTTP: a full session table is 503 with Retry-After and the MCP error body', async () => {
+    const { app, token } = await setUp({ MCP_MAX_SESSIONS: '1' });
+    const initialize = () =>
+      fetch(`${app.url('main')}/mcp`, {
+        method: 'POST',
+        headers: {
+          Authorization: `Bearer ${token}`,
+          'Content-Type': 'application/json',
+          Accept: 'application/json, text/event-stream',
+        },
+        body: JSON.stringify({
+          jsonrpc: '2.0',
+          id: 1,
+          method: 'initialize',
+          params: { protocolVersion: '2024-11-05', capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
+        }),
+      });
+    const first = await initialize();
+    expect(first.status).toBe(200);
+    await first.text();
+    const refused = await initialize();
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('1');
+    expect(await refused.json()).toEqual({
+      error: {
+        code: 'internal_error',
+        message: 'Too many open sessions; try again later',
+        trace_id: refused.headers.get('x-request-id'),
+      },
+    });
+  });
+
+  it('legacy SSE: a message that is not JSON-RPC is 400 invalid_request in JSON, not the SDK’s plain text', async () => {
+    const { app, token } = await setUp();
+    const controller = new AbortController();
+    const stream = await fetch(`${app.url('main')}/sse`, {
+      headers: { Authorization: `Bearer ${token}` },
+      signal: controller.signal,
+    });
+    const reader = stream.body!.getReader();
+    let text = '';
+    while (!text.includes('event: connected'))
+      text += new TextDecoder().decode((await reader.read()).value as Uint8Array);
+    const endpoint = /data: (\/messages\?sessionId=[0-9a-f-]+)/.exec(text)![1]!;
+    const refused = await fetch(`${app.url('main')}${endpoint}`, {
+      method: 'POST',
+      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      body: JSON.stringify({ hello: 'world' }),
+    });
+    expect(refused.status).toBe(400);
+    expect(await refused.json()).toEqual({
+      error: { code: 'invalid_request', message: 'The body must be a JSON-RPC 2.0 message' },
+    });
+    controller.abort();
+  });
+
   it('a stream refused mid-way for lack of permission says permission_denied, like every other route', async () => {
     const { app, token } = await setUp();
     vi.spyOn(app.agent, 'run').mockImplementation(async function* () {
