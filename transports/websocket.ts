@@ -129,6 +129,8 @@ const AUTH_TIMEOUT_MS = 5_000;
 const MAX_PENDING_AUTH = 256;
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
+/** A token as a subprotocol must be an HTTP token itself: access tokens (JWTs, base64url) are. */
+const SUBPROTOCOL_TOKEN = /^[A-Za-z0-9\-._~+]+$/;
 const WEBSOCKET_KEY = /^[+/0-9A-Za-z]{22}==$/;
 
 /** Where the upgrade's credential comes from: its headers (possibly a bearer subprotocol), or a first message. */
@@ -178,7 +180,7 @@ function credentialOf(req: IncomingMessage): UpgradeCredential {
   if (!offered.includes(MCP_SUBPROTOCOL))
     throw new BadRequestError('Offer the mcp subprotocol together with bearer.<token>');
   const token = bearers[0]!.slice(BEARER_SUBPROTOCOL_PREFIX.length);
-  if (!TOKEN.test(token))
+  if (!SUBPROTOCOL_TOKEN.test(token))
     throw new UnauthorizedError('The bearer.<token> subprotocol carries no valid token', {
       code: 'AUTH_INVALID_TOKEN',
     });
