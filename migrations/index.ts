@@ -6,6 +6,7 @@ import * as m0004 from './0004_conversations.js';
 import * as m0005 from './0005_audit_log.js';
 import * as m0006 from './0006_scim.js';
 import * as m0007 from './0007_data_subject.js';
+import * as m0009 from './0009_conversation_search.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -20,4 +21,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0005_audit_log': m0005,
   '0006_scim': m0006,
   '0007_data_subject': m0007,
+  '0009_conversation_search': m0009,
 };

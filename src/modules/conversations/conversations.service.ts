@@ -4,6 +4,7 @@ import type { AuthzService } from '../../adapters/authz/port.js';
 import type { ChatMessage, ToolCall } from '../../adapters/llm/port.js';
 import type { Database } from '../../db/database.js';
 import { NotFoundError } from '../../errors.js';
+import { SEARCHED_ROLES, ftsMatchExpression, isPostgres, queryWords, searchKey } from './conversations.search.js';
 import type { ConversationsTable, MessagesTable } from './conversations.tables.js';
 
 export interface Conversation {
@@ -39,6 +40,10 @@ export interface SearchHit {
   createdAt: string;
 }
 
+type SearchRow = Pick<Selectable<MessagesTable>, 'id' | 'conversation_id' | 'role' | 'content' | 'created_at'> & {
+  title: string;
+};
+
 export type NewMessage = ChatMessage & { promptTokens?: number; completionTokens?: number };
 
 const toConversation = (row: Selectable<ConversationsTable>): Conversation => ({
@@ -55,6 +60,21 @@ const toConversation = (row: Selectable<ConversationsTable>): Conversation => ({
   updatedAt: row.updated_at,
   lastMessageAt: row.last_message_at,
 });
+
+const MESSAGE_COLUMNS = [
+  'id',
+  'conversation_id',
+  'seq',
+  'role',
+  'content',
+  'content_key',
+  'tool_calls',
+  'tool_call_id',
+  'name',
+  'prompt_tokens',
+  'completion_tokens',
+  'created_at',
+] as const satisfies readonly (keyof MessagesTable)[];
 
 const toMessage = (row: Selectable<MessagesTable>): StoredMessage => ({
   id: row.id,
@@ -85,11 +105,14 @@ export function toChatMessage(message: StoredMessage): ChatMessage {
   }
 }
 
-/** `%`, `_` and the escape character itself are literal in a search. */
-const escapeLike = (term: string): string => term.replace(/[\\%_]/g, (c) => `\\${c}`);
+/** How many distinct words of a query count; the rest are ignored. */
+const MAX_QUERY_WORDS = 16;
 
-function snippet(content: string, term: string): string {
-  const at = Math.max(0, content.toLowerCase().indexOf(term));
+/** About 160 characters of the message around the first place one of the words occurs. */
+function snippet(content: string, words: string[]): string {
+  const lower = content.toLowerCase();
+  const found = words.map((word) => lower.indexOf(word)).filter((at) => at >= 0);
+  const at = found.length > 0 ? Math.min(...found) : 0;
   const start = Math.max(0, at - 60);
   const text = content
     .slice(start, start + 160)
@@ -139,7 +162,8 @@ export class ConversationsService {
   async messages(id: string): Promise<StoredMessage[]> {
     const rows = await this.db
       .selectFrom('messages')
-      .selectAll()
+      // Not selectAll(): on PostgreSQL that would also fetch the search vector.
+      .select(MESSAGE_COLUMNS)
       .where('conversation_id', '=', id)
       .orderBy('seq')
       .execute();
@@ -166,7 +190,7 @@ export class ConversationsService {
             seq: ++seq,
             role: m.role,
             content: m.content,
-            content_key: m.content.toLowerCase(),
+            content_key: searchKey(m.content),
             tool_calls: m.role === 'assistant' && m.toolCalls?.length ? JSON.stringify(m.toolCalls) : null,
             tool_call_id: m.role === 'tool' ? m.toolCallId : null,
             name: m.role === 'tool' ? m.name : null,
@@ -243,39 +267,44 @@ export class ConversationsService {
   }
 
   /**
-   * Messages of the subject's own conversations containing every word of the query (case-insensitive), newest
-   * first, with a snippet around the first word.
+   * Messages (the user's and the agent's) of the subject's own conversations containing every word of the query,
+   * best match first: by bm25() on SQLite, by ts_rank() on PostgreSQL, then newest first. Words are matched whole
+   * and case-insensitively, as conversations.search.ts cuts them; nothing in the query is read as search syntax.
    */
   async search(owner: string, query: string, limit: number): Promise<SearchHit[]> {
-    const terms = [...new Set(query.toLowerCase().split(/\s+/).filter(Boolean))].slice(0, 8);
-    if (terms.length === 0) return [];
-    let select = this.db
-      .selectFrom('messages')
-      .innerJoin('conversations', 'conversations.id', 'messages.conversation_id')
-      .select([
-        'messages.id',
-        'messages.conversation_id',
-        'messages.role',
-        'messages.content',
-        'messages.created_at',
-        'conversations.title',
-      ])
-      .where('conversations.owner', '=', owner)
-      .where('messages.role', 'in', ['user', 'assistant']);
-    for (const term of terms) {
-      select = select.where(sql<boolean>`messages.content_key like ${`%${escapeLike(term)}%`} escape '\\'`);
-    }
-    const rows = await select
-      .orderBy('messages.created_at', 'desc')
-      .orderBy('messages.seq', 'desc')
-      .limit(limit)
-      .execute();
+    const words = queryWords(query, MAX_QUERY_WORDS);
+    if (!words?.length) return [];
+    const roles = sql.join([...SEARCHED_ROLES]);
+    const { rows } = isPostgres(this.db)
+      ? await sql<SearchRow>`
+          select m.id, m.conversation_id, m.role, m.content, m.created_at, c.title
+          from messages m
+          join conversations c on c.id = m.conversation_id
+          where m.search_vector @@ plainto_tsquery('simple', ${words.join(' ')})
+            and c.owner = ${owner} and m.role in (${roles})
+          order by ts_rank(
+            m.search_vector, ${sql.join(
+              words.map((word) => sql`plainto_tsquery('simple', ${word})`),
+              sql` || `,
+            )}, 1
+          ) desc, m.created_at desc, m.id
+          limit ${limit}`.execute(this.db)
+      : await sql<SearchRow>`
+          select m.id, m.conversation_id, m.role, m.content, m.created_at, c.title
+          from messages_search
+          join messages_search_rows r on r.id = messages_search.rowid
+          join messages m on m.id = r.message_id
+          join conversations c on c.id = m.conversation_id
+          where messages_search match ${ftsMatchExpression(words)}
+            and c.owner = ${owner} and m.role in (${roles})
+          order by bm25(messages_search), m.created_at desc, m.id
+          limit ${limit}`.execute(this.db);
     return rows.map((row) => ({
       conversationId: row.conversation_id,
       title: row.title,
       messageId: row.id,
       role: row.role,
-      snippet: snippet(row.content, terms[0]!),
+      snippet: snippet(row.content, words),
       createdAt: row.created_at,
     }));
   }

@@ -1,0 +1,93 @@
+import { type Kysely, PostgresAdapter } from 'kysely';
+
+/**
+ * How messages are cut into words for full-text search, the same on SQLite (FTS5) and PostgreSQL (tsvector).
+ *
+ * Neither store's tokenizer sees raw text: the application stores each message's words, lower-cased and separated by
+ * single spaces, in `messages.content_key`, and both indexes read that column. PostgreSQL's parser would otherwise
+ * keep e-mail addresses, URLs, file paths and hyphenated words as extra tokens and depends on the server's locale;
+ * FTS5's unicode61 tokenizer folds a few characters that `toLowerCase` keeps. With only plain words left, both
+ * produce exactly the words listed here.
+ */
+
+/**
+ * A word: letters, decimal digits and letter-like numerals, then also combining marks. Other numbers (², ½) and marks
+ * that start a word PostgreSQL drops, so they separate words here too.
+ */
+const WORD = /[\p{L}\p{Nd}\p{Nl}][\p{L}\p{Nd}\p{Nl}\p{M}]*/gu;
+
+/** PostgreSQL reads `1e5` at the start of `1e5abc` as a number and the rest as another word. */
+const SCIENTIFIC = /^([0-9]+e[0-9]+)([^0-9].*)$/su;
+
+/** Longer words are left out: PostgreSQL ignores words over 2047 bytes, and nobody searches for one. */
+export const MAX_WORD_LENGTH = 200;
+
+/** The key is cut here (at a word): keeps a PostgreSQL tsvector well under its 1 MB limit. */
+export const MAX_KEY_LENGTH = 100_000;
+
+/** Case folding FTS5's unicode61 applies after lower-casing, so that PostgreSQL sees the same words. */
+const FOLD: Record<string, string> = {
+  µ: 'μ',
+  ſ: 's',
+  ς: 'σ',
+  ϐ: 'β',
+  ϑ: 'θ',
+  ϕ: 'φ',
+  ϖ: 'π',
+  ϰ: 'κ',
+  ϱ: 'ρ',
+  ϵ: 'ε',
+  ẛ: 'ṡ',
+  '\u0345': 'ι',
+};
+const FOLDABLE = new RegExp(Object.keys(FOLD).join('|'), 'gu');
+
+function splitScientific(word: string): string[] {
+  const parts = SCIENTIFIC.exec(word);
+  return parts ? [parts[1]!, ...(parts[2]!.match(WORD) ?? []).flatMap(splitScientific)] : [word];
+}
+
+/** Every word of `text` as both stores index it, in order, repeats kept. */
+function allWords(text: string): string[] {
+  const folded = text
+    .normalize('NFC')
+    .toLowerCase()
+    .replace(FOLDABLE, (c) => FOLD[c]!);
+  return (folded.match(WORD) ?? []).flatMap(splitScientific);
+}
+
+/** The words of `text` as both stores index them, in order, repeats kept, long words left out. */
+export function searchWords(text: string): string[] {
+  return allWords(text).filter((word) => word.length <= MAX_WORD_LENGTH);
+}
+
+/** What `messages.content_key` holds: the message's words separated by single spaces, cut at a word. */
+export function searchKey(content: string): string {
+  const key = searchWords(content).join(' ');
+  if (key.length <= MAX_KEY_LENGTH) return key;
+  const cut = key.lastIndexOf(' ', MAX_KEY_LENGTH);
+  return key.slice(0, cut > 0 ? cut : 0);
+}
+
+/**
+ * The words a search looks for, or undefined when nothing can match (a word longer than any indexed one). At most
+ * `max` distinct words; an empty list when the query has none.
+ */
+export function queryWords(query: string, max: number): string[] | undefined {
+  const words = allWords(query);
+  if (words.some((word) => word.length > MAX_WORD_LENGTH)) return undefined;
+  return [...new Set(words)].slice(0, max);
+}
+
+/** Roles whose messages are searched (and indexed): what people wrote and what the agent answered. */
+export const SEARCHED_ROLES = ['user', 'assistant'] as const;
+
+/** FTS5 needs a phrase per word so that nothing in it (`"`, `*`, `NEAR`, `OR`, `-`, …) is read as query syntax. */
+export function ftsMatchExpression(words: string[]): string {
+  return words.map((word) => `"${word.replaceAll('"', '""')}"`).join(' ');
+}
+
+/** Whether `db` (or a transaction of it) talks to PostgreSQL; otherwise it is SQLite. */
+export function isPostgres<DB>(db: Kysely<DB>): boolean {
+  return db.getExecutor().adapter instanceof PostgresAdapter;
+}
