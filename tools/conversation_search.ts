@@ -5,7 +5,7 @@ import { defineTool, textResult } from '../src/mcp/tools.js';
 export const conversationSearch = defineTool({
   name: 'conversation_search',
   title: 'Search your conversations',
-  description: 'Find messages in your own conversations that contain every word of the query.',
+  description: 'Find messages in your own conversations that contain every word of the query, best match first.',
   inputSchema: {
     query: z.string().min(1).max(500).describe('Words to look for'),
     limit: z.number().int().min(1).max(50).default(10).describe('How many matches at most'),
