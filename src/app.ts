@@ -72,7 +72,7 @@ import { EventLoopWatchdog } from './modules/health/liveness.js';
 import { StartupTracker } from './modules/health/startup.js';
 import { type Installation, ensureInstallation } from './modules/system/system.service.js';
 import { authorizationModel } from './modules/authz/model.js';
-import { SYSTEM } from './modules/authz/subjects.js';
+import { SYSTEM } from './ports/subjects.js';
 import { servicePrincipalRoutes } from './modules/service-principals/service-principals.routes.js';
 import {
   PRINCIPAL_TOKEN_FAMILY,

@@ -11,7 +11,7 @@ import { rateHeaders } from '../src/mcp/policy.js';
 import { NOT_FOUND_DATA, SERVER_CAPABILITIES, SERVER_INFO } from '../src/mcp/server.js';
 import { REFUSAL_META, type Refusal } from '../src/mcp/tools.js';
 import { type Agent, type AgentEvent, type AgentTurn, runToCompletion } from '../src/modules/agent/agent.port.js';
-import type { Caller } from '../src/modules/auth/caller.js';
+import type { Caller } from '../src/ports/caller.js';
 
 /**
  * The spec's REST-style MCP endpoints (`POST /mcp/<method>`, `/mcp/message`) and the transport-level ones

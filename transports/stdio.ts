@@ -3,7 +3,7 @@ import { StdioServerTransport } from '@modelcontextprotocol/sdk/server/stdio.js'
 import type { App } from '../src/app.js';
 import { UnauthorizedError } from '../src/errors.js';
 import { guardTransport } from '../src/mcp/guard.js';
-import { type Caller, userSubject } from '../src/modules/auth/caller.js';
+import { type Caller, userSubject } from '../src/ports/caller.js';
 
 /**
  * Who a stdio session acts as. Whoever can start the process owns its database anyway, so by default it is the

@@ -18,7 +18,7 @@ import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { guardTransport } from '../src/mcp/guard.js';
 import { authInfoFor } from '../src/mcp/server.js';
-import { type Caller, userIdOf } from '../src/modules/auth/caller.js';
+import { type Caller, userIdOf } from '../src/ports/caller.js';
 
 export const WEBSOCKET_PATH = '/mcp/ws';
 const HEARTBEAT_MS = 30_000;

@@ -3,7 +3,7 @@ import type { ChatMessage, LlmProvider, ToolCall, ToolSpec, Usage } from '../src
 import type { Logger } from '../src/logger.js';
 import type { ToolExecutor } from '../src/mcp/tools.js';
 import { type Agent, type AgentEvent, type AgentTurn, toUsage } from '../src/modules/agent/agent.port.js';
-import { subjectOf } from '../src/modules/authz/subjects.js';
+import { subjectOf } from '../src/ports/subjects.js';
 import {
   type ConversationsService,
   type NewMessage,

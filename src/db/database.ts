@@ -1,7 +1,7 @@
 import type { ApiKeysTable } from '../modules/api-keys/api-keys.tables.js';
 import type { AuditLogTable } from '../modules/audit/audit.tables.js';
 import type { RefreshTokensTable, SigningKeysTable } from '../modules/auth/auth.tables.js';
-import type { RelationTuplesTable } from '../modules/authz/authz.tables.js';
+import type { RelationTuplesTable } from '../adapters/authz/tables.js';
 import type { ConversationsTable, MessagesTable } from '../modules/conversations/conversations.tables.js';
 import type { ConsentsTable, UserPreferencesTable } from '../modules/data-subject/data-subject.tables.js';
 import type {

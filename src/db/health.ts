@@ -1,4 +1,4 @@
-import type { HealthCheck } from '../modules/health/health.service.js';
+import type { HealthCheck } from '../ports/health.js';
 import type { Db } from './create-db.js';
 
 /** The relational database: a round trip, plus where it is and how many connections are in use. */

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { parse as parseCookies } from 'cookie';
 import type { Request, RequestHandler } from 'express';
 import { UnauthorizedError } from '../errors.js';
-import type { Caller } from '../modules/auth/caller.js';
+import type { Caller } from '../ports/caller.js';
 
 declare module 'express-serve-static-core' {
   interface Request {

@@ -1,7 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
+import type { Request } from 'express';
 import { pinoHttp } from 'pino-http';
 import type { Logger } from '../logger.js';
+import type { ClientInfo } from '../ports/caller.js';
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const QUIET_PATHS = /^\/(health(\/|$)|metrics$|api\/(playground|builder)\/health$)/;
@@ -45,4 +47,9 @@ export function requestContext(logger: Logger, listener: string) {
     customSuccessObject: (req, res, fields: object) => ({ ...fields, url: loggedUrl(req, res) }),
     customErrorObject: (req, res, _err, fields: object) => ({ ...fields, url: loggedUrl(req, res) }),
   });
+}
+
+/** Where a request came from, for the audit log and session lists. */
+export function clientInfo(req: Request): ClientInfo {
+  return { ip: req.ip ?? null, userAgent: req.get('User-Agent') ?? null };
 }

@@ -1,6 +1,6 @@
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { Logger } from '../logger.js';
-import type { Caller } from '../modules/auth/caller.js';
+import type { Caller } from '../ports/caller.js';
 import { DirectTransport } from './direct-transport.js';
 import { guardTransport } from './guard.js';
 import type { McpMetrics } from './metrics.js';

@@ -1,7 +1,7 @@
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
 import { RateLimitError } from '../errors.js';
-import type { Caller } from '../modules/auth/caller.js';
+import type { Caller } from '../ports/caller.js';
 import type { McpMetrics } from './metrics.js';
 import type { McpPolicy } from './policy.js';
 

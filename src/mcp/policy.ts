@@ -1,8 +1,8 @@
 import type { AuthzService } from '../adapters/authz/port.js';
 import type { CounterStore } from '../adapters/counters/port.js';
 import { ForbiddenError, RateLimitError } from '../errors.js';
-import type { Caller } from '../modules/auth/caller.js';
-import { subjectOf } from '../modules/authz/subjects.js';
+import type { Caller } from '../ports/caller.js';
+import { subjectOf } from '../ports/subjects.js';
 
 export interface McpLimits {
   requestsPerMinute: number;

@@ -4,8 +4,8 @@ import { ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelco
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { z } from 'zod';
 import { toAppError } from '../errors.js';
-import type { Caller } from '../modules/auth/caller.js';
-import { subjectOf } from '../modules/authz/subjects.js';
+import type { Caller } from '../ports/caller.js';
+import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/conversations.service.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
 import type { McpPolicy } from './policy.js';

@@ -2,7 +2,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { NotFoundError } from '../../src/errors.js';
 import type { AgentEvent, AgentTurn, MessageResponse } from '../../src/modules/agent/agent.port.js';
-import type { Caller } from '../../src/modules/auth/caller.js';
+import type { Caller } from '../../src/ports/caller.js';
 import { startTestApp } from '../helpers/app.js';
 import { createUser } from '../helpers/auth.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';

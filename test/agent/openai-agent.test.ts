@@ -3,7 +3,7 @@ import { createOpenAiLlm } from '../../src/adapters/llm/openai.js';
 import type { App } from '../../src/app.js';
 import { ServiceUnavailableError } from '../../src/errors.js';
 import { runToCompletion } from '../../src/modules/agent/agent.port.js';
-import type { Caller } from '../../src/modules/auth/caller.js';
+import type { Caller } from '../../src/ports/caller.js';
 import { createAgent } from '../../workflows/agent.js';
 import { createCheckpointer } from '../../workflows/checkpointer.js';
 import { startTestApp } from '../helpers/app.js';

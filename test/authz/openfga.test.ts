@@ -13,7 +13,7 @@ import { unusedPort } from '../helpers/http.js';
 authzContract('openfga (fake OpenFGA server, pinned model)', async () => {
   const fga = await startFakeOpenFga();
   return {
-    authz: createOpenFgaAuthz({ apiUrl: fga.url, storeId: fga.storeId, modelId: fga.modelId }),
+    authz: createOpenFgaAuthz({ apiUrl: fga.url, storeId: fga.storeId, modelId: fga.modelId }, authorizationModel()),
     cleanup: fga.close,
   };
 });
@@ -28,7 +28,7 @@ authzContract('openfga (fake OpenFGA server, latest model written through the SD
   const { type_definitions, schema_version, conditions } = authorizationModel();
   await sdk.writeAuthorizationModel({ type_definitions, schema_version, ...(conditions && { conditions }) });
   return {
-    authz: createOpenFgaAuthz({ apiUrl: fga.url, storeId: fga.storeId, apiToken: 'fga-secret' }),
+    authz: createOpenFgaAuthz({ apiUrl: fga.url, storeId: fga.storeId, apiToken: 'fga-secret' }, authorizationModel()),
     cleanup: fga.close,
   };
 });
@@ -42,12 +42,15 @@ describe('OpenFGA adapter against a fake OpenFGA server', () => {
   async function start(options: Parameters<typeof startFakeOpenFga>[0] = {}) {
     const fga = await startFakeOpenFga(options);
     cleanups.push(fga.close);
-    const authz = createOpenFgaAuthz({
-      apiUrl: fga.url,
-      storeId: fga.storeId,
-      modelId: fga.modelId,
-      ...(options.apiToken && { apiToken: options.apiToken }),
-    });
+    const authz = createOpenFgaAuthz(
+      {
+        apiUrl: fga.url,
+        storeId: fga.storeId,
+        modelId: fga.modelId,
+        ...(options.apiToken && { apiToken: options.apiToken }),
+      },
+      authorizationModel(),
+    );
     return { fga, authz };
   }
 
@@ -208,14 +211,20 @@ describe('OpenFGA adapter against a fake OpenFGA server', () => {
 
   it('fails clearly, without the token, when the credentials are rejected or OpenFGA is unreachable', async () => {
     const { fga } = await start({ apiToken: 'right-token' });
-    const wrong = createOpenFgaAuthz({ apiUrl: fga.url, storeId: fga.storeId, apiToken: 'wrong-token' });
+    const wrong = createOpenFgaAuthz(
+      { apiUrl: fga.url, storeId: fga.storeId, apiToken: 'wrong-token' },
+      authorizationModel(),
+    );
     await expect(wrong.check('user:alice', 'executor', 'tool:chat')).rejects.toMatchObject({
       httpStatus: 401,
       message: 'OpenFGA check failed: credentials rejected',
     });
 
     const url = `http://127.0.0.1:${await unusedPort()}`;
-    const gone = createOpenFgaAuthz({ apiUrl: url, storeId: FAKE_STORE_ID, apiToken: 'secret-token' });
+    const gone = createOpenFgaAuthz(
+      { apiUrl: url, storeId: FAKE_STORE_ID, apiToken: 'secret-token' },
+      authorizationModel(),
+    );
     const error = await gone.write([{ user: 'user:alice', relation: 'executor', object: 'tool:chat' }]).then(
       () => undefined,
       (e: unknown) => e,

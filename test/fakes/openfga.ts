@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { AuthorizationModel, RelationReference } from '@openfga/sdk';
 import type { Tuple } from '../../src/adapters/authz/port.js';
-import { Evaluator, type TupleReader } from '../../src/modules/authz/evaluator.js';
+import { Evaluator, type TupleReader } from '../../src/adapters/authz/evaluator.js';
 import { authorizationModel } from '../../src/modules/authz/model.js';
 import { serveOnLoopback } from '../helpers/http.js';
 

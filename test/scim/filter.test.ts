@@ -2,7 +2,7 @@ import fc from 'fast-check';
 import { type Filter as ReferenceFilter, filter as referenceFilter, parse as referenceParse } from 'scim2-parse-filter';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BadRequestError } from '../../src/errors.js';
-import type { Caller } from '../../src/modules/auth/caller.js';
+import type { Caller } from '../../src/ports/caller.js';
 import {
   FilterCompiler,
   type FilterNode,

@@ -2,8 +2,8 @@ import type { AuthorizationModel } from '@openfga/sdk';
 import type { ExpressionBuilder } from 'kysely';
 import type { Db } from '../../db/create-db.js';
 import type { Database } from '../../db/database.js';
-import type { RelationTuplesTable } from '../../modules/authz/authz.tables.js';
-import { Evaluator, type TupleReader, splitObject } from '../../modules/authz/evaluator.js';
+import type { RelationTuplesTable } from './tables.js';
+import { Evaluator, type TupleReader, splitObject } from './evaluator.js';
 import { embeddedAuthzHealthCheck } from './health.js';
 import type { AuthzService, Tuple, TupleFilter } from './port.js';
 

@@ -2,7 +2,7 @@ import { FgaApiAuthenticationError, FgaApiNotFoundError, FgaApiValidationError }
 import { openFgaClient } from './openfga-client.js';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/create-db.js';
-import type { CheckResult, HealthCheck } from '../../modules/health/health.service.js';
+import type { CheckResult, HealthCheck } from '../../ports/health.js';
 
 const NAME = 'authz_service';
 const TIMEOUT_MS = 1_000;

@@ -11,8 +11,7 @@ import {
 } from '@openfga/sdk';
 import { openFgaClient } from './openfga-client.js';
 import type { AuthorizationModel, ReadRequestTupleKey } from '@openfga/sdk';
-import { splitObject } from '../../modules/authz/evaluator.js';
-import { authorizationModel } from '../../modules/authz/model.js';
+import { splitObject } from './evaluator.js';
 import { openFgaHealthCheck } from './health.js';
 import type { AuthzService, Tuple, TupleFilter } from './port.js';
 
@@ -112,7 +111,7 @@ function matches(tuple: Tuple, filter: TupleFilter): boolean {
  */
 export function createOpenFgaAuthz(
   config: OpenFgaAuthzConfig,
-  model: AuthorizationModel = authorizationModel(),
+  model: AuthorizationModel,
 ): AuthzService {
   const client = openFgaClient(config, { maxRetry: MAX_RETRY, minWaitInMs: 50, timeoutMs: TIMEOUT_MS });
 

@@ -1,4 +1,4 @@
-import type { HealthCheck } from '../../modules/health/health.service.js';
+import type { HealthCheck } from '../../ports/health.js';
 
 /**
  * A relationship tuple, in OpenFGA's terms: `user` has `relation` to `object`. Objects are `type:id`; a user

@@ -1,7 +1,7 @@
 import * as oidc from 'openid-client';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/create-db.js';
-import type { HealthCheck } from '../../modules/health/health.service.js';
+import type { HealthCheck } from '../../ports/health.js';
 
 const NAME = 'identity_provider';
 const TIMEOUT_MS = 2_000;

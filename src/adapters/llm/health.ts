@@ -1,6 +1,6 @@
 import OpenAI from 'openai';
 import type { Config } from '../../config.js';
-import type { CheckResult, HealthCheck } from '../../modules/health/health.service.js';
+import type { CheckResult, HealthCheck } from '../../ports/health.js';
 
 const NAME = 'llm_provider';
 const TIMEOUT_MS = 5_000;

@@ -1,4 +1,4 @@
-import type { HealthCheck } from '../../modules/health/health.service.js';
+import type { HealthCheck } from '../../ports/health.js';
 
 export interface SearchResult {
   title: string;

@@ -1,5 +1,5 @@
 import type { Redis } from 'ioredis';
-import type { HealthCheck } from '../../modules/health/health.service.js';
+import type { HealthCheck } from '../../ports/health.js';
 import { parseRedisInfo, redactRedisUrl } from '../redis/redis.js';
 
 const NAME = 'session_store';

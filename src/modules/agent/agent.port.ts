@@ -1,5 +1,5 @@
 import type { Usage } from '../../adapters/llm/port.js';
-import type { Caller } from '../auth/caller.js';
+import type { Caller } from '../../ports/caller.js';
 
 /** One turn of a conversation with the agent. */
 export interface AgentTurn {

@@ -3,8 +3,8 @@ import { z } from 'zod';
 import { BadRequestError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
-import { clientInfo } from '../auth/auth.routes.js';
-import { asUser } from '../auth/caller.js';
+import { clientInfo } from '../../http/request-context.js';
+import { asUser } from '../../ports/caller.js';
 import { type ApiKeysService, DEFAULT_EXPIRES_DAYS, MAX_EXPIRES_DAYS, MAX_KEYS_PER_USER } from './api-keys.service.js';
 
 const TAGS = ['API keys'];

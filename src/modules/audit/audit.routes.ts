@@ -4,8 +4,8 @@ import { ForbiddenError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { PageMetaSchema, pageMeta, paginationQuery } from '../../http/pagination.js';
 import { type RouteGroup, defineRoute } from '../../http/route.js';
-import { SYSTEM, subjectOf } from '../authz/subjects.js';
-import { AUDIT_EVENT_TYPES } from './audit.port.js';
+import { SYSTEM, subjectOf } from '../../ports/subjects.js';
+import { AUDIT_EVENT_TYPES } from '../../ports/audit.js';
 import type { AuditService } from './audit.service.js';
 
 const TAGS = ['Audit log'];

@@ -3,7 +3,7 @@ import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database } from '../../db/database.js';
 import type { Logger } from '../../logger.js';
 import { putSettingIfAbsent } from '../system/system.store.js';
-import type { AuditEvent, AuditEventType, AuditRecorder } from './audit.port.js';
+import type { AuditEvent, AuditEventType, AuditRecorder } from '../../ports/audit.js';
 import type { AuditLogTable } from './audit.tables.js';
 
 type Executor = Kysely<Database> | Transaction<Database>;

@@ -4,8 +4,9 @@ import { BadRequestError, UnauthorizedError } from '../../errors.js';
 import { SESSION_COOKIE, callerOf } from '../../http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../../http/route.js';
 import type { UsersService } from '../users/users.service.js';
-import type { AuthService, ClientInfo, LoginResult, StartedSession } from './auth.service.js';
-import { principalIdOf, userIdOf } from './caller.js';
+import { clientInfo } from '../../http/request-context.js';
+import type { AuthService, LoginResult, StartedSession } from './auth.service.js';
+import { principalIdOf, userIdOf } from '../../ports/caller.js';
 import type { KeyRing } from './keys.js';
 
 export interface AuthRouteDeps {
@@ -115,10 +116,6 @@ const ResourceMetadata = z
     resource_documentation: z.string(),
   })
   .meta({ id: 'ProtectedResourceMetadata' });
-
-export function clientInfo(req: Request): ClientInfo {
-  return { ip: req.ip ?? null, userAgent: req.get('User-Agent') ?? null };
-}
 
 export function loginUser(user: LoginResult['user']) {
   return { id: user.id, username: user.username, email: user.email, roles: user.roles };

@@ -6,18 +6,13 @@ import type { Config } from '../../config.js';
 import type { Database } from '../../db/database.js';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import { type AuditRecorder, actorOf } from '../audit/audit.port.js';
+import { type AuditRecorder, actorOf } from '../../ports/audit.js';
 import type { User, UsersService } from '../users/users.service.js';
 import { userKey } from '../users/users.store.js';
 import * as store from './auth.store.js';
 import { FailureThrottle } from './throttle.js';
-import { type Caller, principalSubject, userIdOf, userSubject } from './caller.js';
+import { type Caller, type ClientInfo, NO_CLIENT, principalSubject, userIdOf, userSubject } from '../../ports/caller.js';
 import { type AccessClaims, type TokenService, hashSecret, opaqueToken } from './tokens.js';
-
-export interface ClientInfo {
-  ip: string | null;
-  userAgent: string | null;
-}
 
 export interface StartedSession {
   id: string;
@@ -41,7 +36,6 @@ export interface LoginResult {
 
 const INVALID_CREDENTIALS = 'Invalid username or password';
 /** For calls made without an HTTP client behind them. */
-const NO_CLIENT: ClientInfo = { ip: null, userAgent: null };
 /** Session use is recorded at most this often, so that every request does not write to the store. */
 const TOUCH_EVERY_MS = 60_000;
 

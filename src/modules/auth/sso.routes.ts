@@ -2,12 +2,12 @@ import { parse as parseCookies } from 'cookie';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { callerOf } from '../../http/authenticate.js';
+import { clientInfo } from '../../http/request-context.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
 import {
   SessionLoginResponse,
   TokenResponse,
   clearSessionCookie,
-  clientInfo,
   loginUser,
   setSessionCookie,
 } from './auth.routes.js';
@@ -104,7 +104,7 @@ export function ssoRoutes(deps: { sso: OidcSso; auth: AuthService; publicUrl: st
             };
           }
           return {
-            session_id: result.session.credential,
+            session_id: result.session.id,
             user: loginUser(result.user),
             expires_at: result.session.expiresAt,
           };

@@ -4,7 +4,7 @@ import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
 import type { Config } from '../../config.js';
 import { BadRequestError, ConflictError, ServiceUnavailableError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { AuditRecorder } from '../audit/audit.port.js';
+import type { AuditRecorder } from '../../ports/audit.js';
 import {
   DEFAULT_ROLE,
   type User,
@@ -13,7 +13,8 @@ import {
   roleSchema,
   usernameSchema,
 } from '../users/users.service.js';
-import type { AuthService, ClientInfo, LoginResult } from './auth.service.js';
+import type { ClientInfo } from '../../ports/caller.js';
+import type { AuthService, LoginResult } from './auth.service.js';
 
 type OidcSettings = NonNullable<Config['auth']['oidc']>;
 

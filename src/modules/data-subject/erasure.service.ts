@@ -3,7 +3,7 @@ import type { Database } from '../../db/database.js';
 import { AppError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { AuditService } from '../audit/audit.service.js';
-import type { ClientInfo } from '../auth/auth.service.js';
+import type { ClientInfo } from '../../ports/caller.js';
 import type { UsersService } from '../users/users.service.js';
 
 /** Who is being erased, as they were when the erasure began. */

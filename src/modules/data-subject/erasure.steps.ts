@@ -3,7 +3,7 @@ import type { McpPolicy } from '../../mcp/policy.js';
 import type { ApiKeysService } from '../api-keys/api-keys.service.js';
 import type { AuditService } from '../audit/audit.service.js';
 import type { AuthService } from '../auth/auth.service.js';
-import { principalObject, userObject } from '../authz/subjects.js';
+import { principalObject, userObject } from '../../ports/subjects.js';
 import type { ConversationsService } from '../conversations/conversations.service.js';
 import type { ServicePrincipalsService } from '../service-principals/service-principals.service.js';
 import type { UsersService } from '../users/users.service.js';

@@ -13,9 +13,9 @@ import {
   PayloadTooLargeError,
 } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import { type AuditEventType, type AuditRecorder, actorOf } from '../audit/audit.port.js';
-import type { Caller } from '../auth/caller.js';
-import { SYSTEM, groupObject, roleObject, subjectOf, userObject } from '../authz/subjects.js';
+import { type AuditEventType, type AuditRecorder, actorOf } from '../../ports/audit.js';
+import type { Caller } from '../../ports/caller.js';
+import { SYSTEM, groupObject, roleObject, subjectOf, userObject } from '../../ports/subjects.js';
 import { hashPassword } from '../users/passwords.js';
 import { ADMIN_ROLE, DEFAULT_ROLE, groupNameSchema, passwordSchema } from '../users/users.service.js';
 import { userKey } from '../users/users.store.js';

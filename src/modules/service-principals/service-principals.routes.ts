@@ -3,8 +3,8 @@ import { BadRequestError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
 import type { Request } from 'express';
-import { clientInfo } from '../auth/auth.routes.js';
-import { asUser } from '../auth/caller.js';
+import { clientInfo } from '../../http/request-context.js';
+import { asUser } from '../../ports/caller.js';
 import type { ServicePrincipalsService } from './service-principals.service.js';
 
 const TAGS = ['Service principals'];

@@ -4,13 +4,13 @@ import type { AuthzService, Tuple } from '../../adapters/authz/port.js';
 import type { Database } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
-import { type AuditEventType, type AuditRecorder, actorOf } from '../audit/audit.port.js';
-import type { ClientInfo } from '../auth/auth.service.js';
-import type { UserCaller } from '../auth/caller.js';
+import { type AuditEventType, type AuditRecorder, actorOf } from '../../ports/audit.js';
+import type { ClientInfo } from '../../ports/caller.js';
+import type { UserCaller } from '../../ports/caller.js';
 import { base62 } from '../auth/secrets.js';
 import type { FailureThrottle } from '../auth/throttle.js';
 import { type TokenService, hashSecret } from '../auth/tokens.js';
-import { SYSTEM, principalObject, userObject } from '../authz/subjects.js';
+import { SYSTEM, principalObject, userObject } from '../../ports/subjects.js';
 import type { User, UsersService } from '../users/users.service.js';
 import type { AuthenticationMode, ServicePrincipalsTable } from './service-principals.tables.js';
 

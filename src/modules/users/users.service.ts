@@ -5,7 +5,7 @@ import type { AuthzService, Tuple } from '../../adapters/authz/port.js';
 import type { Database } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { ConflictError, ValidationError } from '../../errors.js';
-import { groupObject, roleObject, userObject } from '../authz/subjects.js';
+import { groupObject, roleObject, userObject } from '../../ports/subjects.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, checkPassword, hashPassword } from './passwords.js';
 import * as store from './users.store.js';
 import type { UserRow } from './users.tables.js';

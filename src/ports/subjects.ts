@@ -1,4 +1,4 @@
-import type { Caller } from '../auth/caller.js';
+import type { Caller } from './caller.js';
 
 /** Object ids in the authorization model for the service's own entities. */
 export const userObject = (userId: string): string => `user:${userId}`;

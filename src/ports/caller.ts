@@ -1,4 +1,4 @@
-import { ForbiddenError } from '../../errors.js';
+import { ForbiddenError } from '../errors.js';
 
 /**
  * Who a caller is, typed: `user:<uuid>` for a person, `service_principal:<service_id>` for a non-human identity.
@@ -24,6 +24,15 @@ export interface Caller {
   /** When the credential stops working (epoch seconds), if it expires. */
   expiresAt?: number;
 }
+
+/** Where a request came from, as the audit log and session lists record it. */
+export interface ClientInfo {
+  ip: string | null;
+  userAgent: string | null;
+}
+
+/** For work no request started (start-up, commands). */
+export const NO_CLIENT: ClientInfo = { ip: null, userAgent: null };
 
 /** A caller that is a person, with the id of their user record. */
 export type UserCaller = Caller & { kind: 'user'; userId: string };

@@ -1,4 +1,4 @@
-import { type Caller, userIdOf } from '../auth/caller.js';
+import { type Caller, userIdOf } from './caller.js';
 
 /**
  * Security-relevant events, appended to the audit log by every module. Implemented by the audit module

@@ -1,5 +1,5 @@
 import type { AuthorizationModel, Userset } from '@openfga/sdk';
-import type { Tuple } from '../../adapters/authz/port.js';
+import type { Tuple } from './port.js';
 
 /** What the evaluator needs to read: the users (plain, usersets, wildcards) related to an object. */
 export interface TupleReader {
