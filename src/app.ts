@@ -37,14 +37,14 @@ import { createMcpMetrics } from './mcp/metrics.js';
 import { McpPolicy, toolObject } from './mcp/policy.js';
 import { ToolExecutor } from './mcp/tools.js';
 import type { Agent } from './modules/agent/agent.port.js';
-import { ConversationsService } from './modules/conversations/conversations.service.js';
-import { getSetting, putSetting } from './modules/system/system.store.js';
-import { auditRoutes } from './modules/audit/audit.routes.js';
-import { AuditService } from './modules/audit/audit.service.js';
-import { dataSubjectRoutes } from './modules/data-subject/data-subject.routes.js';
-import { DataSubjectService } from './modules/data-subject/data-subject.service.js';
-import { type ErasureStep, ErasureService } from './modules/data-subject/erasure.service.js';
-import { erasureSteps } from './modules/data-subject/erasure.steps.js';
+import { ConversationsService } from './modules/conversations/index.js';
+import { getSetting, putSetting } from './modules/system/index.js';
+import { auditRoutes } from './modules/audit/index.js';
+import { AuditService } from './modules/audit/index.js';
+import { dataSubjectRoutes } from './modules/data-subject/index.js';
+import { DataSubjectService } from './modules/data-subject/index.js';
+import { type ErasureStep, ErasureService } from './modules/data-subject/index.js';
+import { erasureSteps } from './modules/data-subject/index.js';
 import { TOOLS } from '../tools/index.js';
 import { restRoutes } from '../transports/rest.js';
 import { LegacySseConnections } from '../transports/sse.js';
@@ -53,35 +53,35 @@ import { WebSocketEndpoint } from '../transports/websocket.js';
 import { hostPolicy, hostValidation } from './http/host-validation.js';
 import { createAgent } from '../workflows/agent.js';
 import { type Checkpointer, createCheckpointer } from '../workflows/checkpointer.js';
-import { apiKeyRoutes } from './modules/api-keys/api-keys.routes.js';
-import { API_KEY_TOKEN_FAMILY, ApiKeysService } from './modules/api-keys/api-keys.service.js';
-import { authRoutes } from './modules/auth/auth.routes.js';
-import { AuthService } from './modules/auth/auth.service.js';
-import { KeyRing } from './modules/auth/keys.js';
-import { OidcSso } from './modules/auth/sso.js';
-import { ssoRoutes } from './modules/auth/sso.routes.js';
-import { TokenService } from './modules/auth/tokens.js';
+import { apiKeyRoutes } from './modules/api-keys/index.js';
+import { API_KEY_TOKEN_FAMILY, ApiKeysService } from './modules/api-keys/index.js';
+import { authRoutes } from './modules/auth/index.js';
+import { AuthService } from './modules/auth/index.js';
+import { KeyRing } from './modules/auth/index.js';
+import { OidcSso } from './modules/auth/index.js';
+import { ssoRoutes } from './modules/auth/index.js';
+import { TokenService } from './modules/auth/index.js';
 import {
   type HealthDeps,
   builderHealthRoutes,
   healthRoutes,
   playgroundHealthRoutes,
-} from './modules/health/health.routes.js';
-import { HealthService } from './modules/health/health.service.js';
-import { EventLoopWatchdog } from './modules/health/liveness.js';
-import { StartupTracker } from './modules/health/startup.js';
-import { type Installation, ensureInstallation } from './modules/system/system.service.js';
-import { authorizationModel } from './modules/authz/model.js';
+} from './modules/health/index.js';
+import { HealthService } from './modules/health/index.js';
+import { EventLoopWatchdog } from './modules/health/index.js';
+import { StartupTracker } from './modules/health/index.js';
+import { type Installation, ensureInstallation } from './modules/system/index.js';
+import { authorizationModel } from './modules/authz/index.js';
 import { SYSTEM } from './ports/subjects.js';
-import { servicePrincipalRoutes } from './modules/service-principals/service-principals.routes.js';
+import { servicePrincipalRoutes } from './modules/service-principals/index.js';
 import {
   PRINCIPAL_TOKEN_FAMILY,
   ServicePrincipalsService,
-} from './modules/service-principals/service-principals.service.js';
+} from './modules/service-principals/index.js';
 import { UsersService } from './modules/users/users.service.js';
 import { scimRoutes } from './modules/scim/scim.routes.js';
 import { ScimService } from './modules/scim/scim.service.js';
-import { versionRoutes } from './modules/version/version.routes.js';
+import { versionRoutes } from './modules/version/index.js';
 
 /** What tests and embedders may replace; everything else comes from the config. */
 export interface AppOverrides {

@@ -8,7 +8,7 @@ import {
   type ConversationsService,
   type NewMessage,
   toChatMessage,
-} from '../src/modules/conversations/conversations.service.js';
+} from '../src/modules/conversations/index.js';
 import type { Checkpointer } from './checkpointer.js';
 
 const SYSTEM_PROMPT =

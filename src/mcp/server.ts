@@ -6,7 +6,7 @@ import { z } from 'zod';
 import { toAppError } from '../errors.js';
 import type { Caller } from '../ports/caller.js';
 import { subjectOf } from '../ports/subjects.js';
-import type { ConversationsService } from '../modules/conversations/conversations.service.js';
+import type { ConversationsService } from '../modules/conversations/index.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
 import type { McpPolicy } from './policy.js';
 import type { ToolDefinition, ToolExecutor } from './tools.js';

@@ -8,7 +8,7 @@ import type { Logger } from '../logger.js';
 import type { Agent } from '../modules/agent/agent.port.js';
 import type { Caller } from '../ports/caller.js';
 import { subjectOf } from '../ports/subjects.js';
-import type { ConversationsService } from '../modules/conversations/conversations.service.js';
+import type { ConversationsService } from '../modules/conversations/index.js';
 import type { McpMetrics } from './metrics.js';
 import type { McpPolicy } from './policy.js';
 

@@ -1,8 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import type { ConversationsService } from '../../modules/conversations/conversations.service.js';
-import type { SearchResult, WebSearch } from './port.js';
+import type { ConversationSearcher, SearchResult, WebSearch } from './port.js';
 
 interface Section {
   title: string;
@@ -57,7 +56,7 @@ function excerpt(text: string, term: string): string {
  * Search with no network: the service's own documentation (README sections, ranked by how often the query's
  * words occur) and the caller's own conversations.
  */
-export function createEmbeddedSearch(conversations: ConversationsService, markdown: string = readme()): WebSearch {
+export function createEmbeddedSearch(conversations: ConversationSearcher, markdown: string = readme()): WebSearch {
   const sections = sectionsOf(markdown);
   return {
     provider: 'embedded',

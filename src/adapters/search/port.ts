@@ -8,6 +8,15 @@ export interface SearchResult {
   source: string;
 }
 
+/** What the embedded search needs of the caller's conversations: ranked hits among those `owner` may read. */
+export interface ConversationSearcher {
+  search(
+    owner: string,
+    query: string,
+    limit: number,
+  ): Promise<{ conversationId: string; title: string; snippet: string }[]>;
+}
+
 /**
  * Web search for the `search_web` tool. Implementations: a SearXNG JSON API (`SEARCH_URL`), and an embedded
  * default that searches the service's own documentation and the caller's conversations, so the tool does

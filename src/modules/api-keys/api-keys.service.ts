@@ -6,8 +6,8 @@ import { BadRequestError, NotFoundError, UnauthorizedError } from '../../errors.
 import type { AuditRecorder } from '../../ports/audit.js';
 import type { ClientInfo } from '../../ports/caller.js';
 import { type Caller, userSubject } from '../../ports/caller.js';
-import { base62 } from '../auth/secrets.js';
-import { type TokenService, hashSecret } from '../auth/tokens.js';
+import { base62 } from '../auth/index.js';
+import { type TokenService, hashSecret } from '../auth/index.js';
 import type { UsersService } from '../users/users.service.js';
 import * as store from './api-keys.store.js';
 

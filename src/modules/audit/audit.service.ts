@@ -2,7 +2,7 @@ import { createHmac, randomBytes } from 'node:crypto';
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database } from '../../db/database.js';
 import type { Logger } from '../../logger.js';
-import { putSettingIfAbsent } from '../system/system.store.js';
+import { putSettingIfAbsent } from '../system/index.js';
 import type { AuditEvent, AuditEventType, AuditRecorder } from '../../ports/audit.js';
 import type { AuditLogTable } from './audit.tables.js';
 

@@ -4,7 +4,7 @@ import { BadRequestError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../../http/route.js';
 import { clientInfo } from '../../http/request-context.js';
-import { clearSessionCookie } from '../auth/auth.routes.js';
+import { clearSessionCookie } from '../auth/index.js';
 import { asUser } from '../../ports/caller.js';
 import { dataExportCsv } from './csv.js';
 import type { DataSubjectService } from './data-subject.service.js';

@@ -2,7 +2,7 @@ import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.js';
 import { AppError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { AuditService } from '../audit/audit.service.js';
+import type { AuditService } from '../audit/index.js';
 import type { ClientInfo } from '../../ports/caller.js';
 import type { UsersService } from '../users/users.service.js';
 

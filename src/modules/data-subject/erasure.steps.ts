@@ -1,11 +1,11 @@
 import type { AuthzService } from '../../adapters/authz/port.js';
 import type { McpPolicy } from '../../mcp/policy.js';
-import type { ApiKeysService } from '../api-keys/api-keys.service.js';
-import type { AuditService } from '../audit/audit.service.js';
-import type { AuthService } from '../auth/auth.service.js';
+import type { ApiKeysService } from '../api-keys/index.js';
+import type { AuditService } from '../audit/index.js';
+import type { AuthService } from '../auth/index.js';
 import { principalObject, userObject } from '../../ports/subjects.js';
-import type { ConversationsService } from '../conversations/conversations.service.js';
-import type { ServicePrincipalsService } from '../service-principals/service-principals.service.js';
+import type { ConversationsService } from '../conversations/index.js';
+import type { ServicePrincipalsService } from '../service-principals/index.js';
 import type { UsersService } from '../users/users.service.js';
 import * as store from './data-subject.store.js';
 import type { ErasureContext, ErasureStep } from './erasure.service.js';

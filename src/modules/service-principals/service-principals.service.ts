@@ -7,9 +7,9 @@ import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, Unauthor
 import { type AuditEventType, type AuditRecorder, actorOf } from '../../ports/audit.js';
 import type { ClientInfo } from '../../ports/caller.js';
 import type { UserCaller } from '../../ports/caller.js';
-import { base62 } from '../auth/secrets.js';
-import type { FailureThrottle } from '../auth/throttle.js';
-import { type TokenService, hashSecret } from '../auth/tokens.js';
+import { base62 } from '../auth/index.js';
+import type { FailureThrottle } from '../auth/index.js';
+import { type TokenService, hashSecret } from '../auth/index.js';
 import { SYSTEM, principalObject, userObject } from '../../ports/subjects.js';
 import type { User, UsersService } from '../users/users.service.js';
 import type { AuthenticationMode, ServicePrincipalsTable } from './service-principals.tables.js';

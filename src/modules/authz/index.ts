@@ -1,0 +1,2 @@
+/** The authorization module's public API: the authorization model. */
+export { authorizationModel } from './model.js';
