@@ -1,9 +1,9 @@
 import { type Kysely, sql } from 'kysely';
-import { isPostgres, searchKey } from '../src/modules/conversations/conversations.search.js';
+import { isPostgres, searchKey } from '../src/db/full-text.js';
 
 /**
  * Ranked full-text search over messages. `messages.content_key` now holds each message's words as the search
- * indexes them (see conversations.search.ts); existing rows are rewritten here.
+ * indexes them (see src/db/full-text.ts); existing rows are rewritten here.
  *
  * SQLite: an FTS5 table `messages_search` holding the words of every user and assistant message, kept in step by
  * triggers. Its rowid comes from `messages_search_rows` (an INTEGER PRIMARY KEY per message id): the implicit rowid

@@ -10,7 +10,7 @@ import {
   type NewMessage,
   type SearchHit,
 } from '../../src/modules/conversations/conversations.service.js';
-import { searchWords } from '../../src/modules/conversations/conversations.search.js';
+import { searchWords } from '../../src/db/full-text.js';
 import { type TestClock, accessToken, call, createUser, startWithTwoUsers } from '../helpers/auth.js';
 import type { Dialect, TestDatabase } from '../helpers/databases.js';
 import { describeWithService } from '../helpers/services.js';

@@ -4,7 +4,7 @@ import type { AuthzService } from '../../adapters/authz/port.js';
 import type { ChatMessage, ToolCall } from '../../adapters/llm/port.js';
 import type { Database } from '../../db/database.js';
 import { NotFoundError } from '../../errors.js';
-import { SEARCHED_ROLES, ftsMatchExpression, isPostgres, queryWords, searchKey } from './conversations.search.js';
+import { SEARCHED_ROLES, ftsMatchExpression, isPostgres, queryWords, searchKey } from '../../db/full-text.js';
 import type { ConversationsTable, MessagesTable } from './conversations.tables.js';
 
 export interface Conversation {
@@ -269,7 +269,7 @@ export class ConversationsService {
   /**
    * Messages (the user's and the agent's) of the subject's own conversations containing every word of the query,
    * best match first: by bm25() on SQLite, by ts_rank() on PostgreSQL, then newest first. Words are matched whole
-   * and case-insensitively, as conversations.search.ts cuts them; nothing in the query is read as search syntax.
+   * and case-insensitively, as src/db/full-text.ts cuts them; nothing in the query is read as search syntax.
    */
   async search(owner: string, query: string, limit: number): Promise<SearchHit[]> {
     const words = queryWords(query, MAX_QUERY_WORDS);

@@ -18,7 +18,7 @@ export interface MessagesTable {
   seq: number;
   role: 'system' | 'user' | 'assistant' | 'tool';
   content: string;
-  /** The content's words as full-text search indexes them (`searchKey` in conversations.search.ts). */
+  /** The content's words as full-text search indexes them (`searchKey` in src/db/full-text.ts). */
   content_key: string;
   /** JSON array of {id, name, arguments} for assistant messages that called tools. */
   tool_calls: string | null;
