@@ -1,5 +1,5 @@
 import { BadRequestError, type ScimType } from '../../errors.js';
-import { passwordSchema } from '../users/users.service.js';
+import { passwordSchema } from '../users/index.js';
 import type { LoadedGroup, LoadedUser } from './scim.store.js';
 import type { ScimUserValueRow } from './scim.tables.js';
 import { parseAttrPath, resolvePath } from './scim.filter.js';
@@ -488,7 +488,7 @@ export function renderUser(loaded: LoadedUser, baseUrl: string): JsonObject {
     preferredLanguage: s?.preferred_language,
     locale: s?.locale,
     timezone: s?.timezone,
-    active: user.active === 1,
+    active: user.active,
     emails: list(emails),
     phoneNumbers: list(values('phoneNumbers')),
     ims: list(values('ims')),
@@ -522,8 +522,8 @@ export function renderUser(loaded: LoadedUser, baseUrl: string): JsonObject {
     [ENTERPRISE_USER_SCHEMA]: enterprise,
     meta: {
       resourceType: 'User',
-      created: user.created_at,
-      lastModified: user.updated_at,
+      created: user.createdAt,
+      lastModified: user.updatedAt,
       location: `${baseUrl}/Users/${user.id}`,
     },
   })!;

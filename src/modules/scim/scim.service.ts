@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { AuthzService, Tuple } from '../../adapters/authz/port.js';
+import { chunks } from '../../db/chunks.js';
 import type { Db } from '../../db/create-db.js';
 import type { Database } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -15,11 +16,32 @@ import {
 import type { Logger } from '../../logger.js';
 import { type AuditEventType, type AuditRecorder, actorOf } from '../../ports/audit.js';
 import type { Caller } from '../../ports/caller.js';
-import { SYSTEM, groupObject, roleObject, subjectOf, userObject } from '../../ports/subjects.js';
-import { hashPassword } from '../users/passwords.js';
-import { ADMIN_ROLE, DEFAULT_ROLE, groupNameSchema, passwordSchema } from '../users/users.service.js';
-import { userKey } from '../users/users.store.js';
-import type { UserRow } from '../users/users.tables.js';
+import { SYSTEM, groupObject, subjectOf, userObject } from '../../ports/subjects.js';
+import {
+  ADMIN_ROLE,
+  DEFAULT_ROLE,
+  type User,
+  addMembers,
+  allGroupIdsOf,
+  deleteGroup,
+  existingUserIds,
+  findGroupByName,
+  findGroupsByIds,
+  findUser,
+  findUserIdByUsername,
+  groupNameSchema,
+  hashPassword,
+  insertAccount,
+  insertGroup,
+  lockRow,
+  memberTuple,
+  passwordSchema,
+  removeMembers,
+  roleTuple,
+  setUserActive,
+  updateAccount,
+  updateGroup,
+} from '../users/index.js';
 import {
   type Column,
   FilterCompiler,
@@ -130,17 +152,6 @@ function restorable(tuple: Tuple): boolean {
   const type = tuple.object.slice(0, tuple.object.indexOf(':'));
   return type !== 'role' && type !== 'group' && type !== 'service_principal';
 }
-
-const roleTuple = (userId: string, role: string): Tuple => ({
-  user: userObject(userId),
-  relation: 'assignee',
-  object: roleObject(role),
-});
-const memberTuple = (userId: string, groupId: string): Tuple => ({
-  user: userObject(userId),
-  relation: 'member',
-  object: groupObject(groupId),
-});
 
 /** `/Display Name` for groups.name (the path-like group names the rest of the service uses). */
 export function groupPathFor(displayName: string, suffix = ''): string {
@@ -263,29 +274,27 @@ export class ScimService {
 
   async createUser(ctx: ScimContext, body: unknown): Promise<JsonObject> {
     const state = parseUser(body);
-    const key = userKey(state.userName);
-    if (await store.findUserIdByUserName(this.db, key)) throw this.#userNameTaken(state.userName);
+    if (await findUserIdByUsername(this.db, state.userName)) throw this.#userNameTaken(state.userName);
     const at = this.now().toISOString();
     const id = randomUUID();
     const active = state.active ?? true;
     const rows = this.#userRows(id, state);
-    const user: UserRow = {
+    const account = {
       id,
       username: state.userName,
-      username_key: key,
       email: rows.email?.value ?? null,
-      email_key: rows.email ? userKey(rows.email.value) : null,
-      email_verified: 0,
+      emailVerified: false,
       name: state.name.formatted ?? joinedName(state.name.givenName, state.name.familyName),
-      roles: JSON.stringify([DEFAULT_ROLE]),
-      active: active ? 1 : 0,
-      password_hash: state.password === undefined ? null : await hashPassword(state.password),
-      created_at: at,
-      updated_at: at,
-      last_login: null,
+      roles: [DEFAULT_ROLE],
+      active,
+      passwordHash: state.password === undefined ? null : await hashPassword(state.password),
+      at,
     };
     await this.#uniquely(state, rows.email?.value, () =>
-      this.db.transaction().execute((trx) => store.insertUser(trx, user, rows.write)),
+      this.db.transaction().execute(async (trx) => {
+        await insertAccount(trx, account);
+        await store.writeScimUser(trx, rows.write, false);
+      }),
     );
     if (active) await this.#grantAccess(id, [DEFAULT_ROLE]);
     await this.#audit(ctx, 'scim.user.created', id, { userName: state.userName });
@@ -326,7 +335,7 @@ export class ScimService {
 
   /** Deactivates (spec: DELETE keeps the data): sessions end, authorization tuples go, reactivation restores. */
   async deleteUser(ctx: ScimContext, id: string): Promise<void> {
-    const existing = UUID.test(id) ? await store.findUserRow(this.db, id) : undefined;
+    const existing = UUID.test(id) ? await findUser(this.db, id) : undefined;
     if (!existing) throw notFound('User', id);
     await this.#protectAdmins(ctx, existing);
     await this.#deactivate(existing);
@@ -340,9 +349,8 @@ export class ScimService {
   }
 
   /** A non-administrator provisioner must not take over an administrator's account (by setting its password). */
-  async #protectAdmins(ctx: ScimContext, user: UserRow): Promise<void> {
-    const roles = JSON.parse(user.roles) as string[];
-    if (!roles.includes(ADMIN_ROLE)) return;
+  async #protectAdmins(ctx: ScimContext, user: User): Promise<void> {
+    if (!user.roles.includes(ADMIN_ROLE)) return;
     if (await this.deps.authz.check(subjectOf(ctx.caller), 'admin', SYSTEM)) return;
     throw new ForbiddenError('Only administrators may change an administrator through SCIM', {
       code: 'AUTH_ACCESS_DENIED',
@@ -364,8 +372,8 @@ export class ScimService {
       return await write();
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
-      const holder = await store.findUserIdByUserName(this.db, userKey(state.userName));
-      if (holder && holder.id !== selfId) throw this.#userNameTaken(state.userName);
+      const holder = await findUserIdByUsername(this.db, state.userName);
+      if (holder && holder !== selfId) throw this.#userNameTaken(state.userName);
       throw new ConflictError(`emails: ${email ?? 'the address'} is already used by another user`, {
         code: 'CONFLICT',
         scimType: 'uniqueness',
@@ -443,7 +451,7 @@ export class ScimService {
    * users.name is the formatted name: as sent, or given + family name. A formatted name that was only ever
    * derived from the parts follows them when they change (a PATCH of givenName alone renames the user).
    */
-  #formattedName(state: UserState, existing: UserRow, previous: { given: string | null; family: string | null }) {
+  #formattedName(state: UserState, existing: User, previous: { given: string | null; family: string | null }) {
     const derived = joinedName(state.name.givenName, state.name.familyName);
     const formatted = state.name.formatted;
     if (formatted === null) return derived;
@@ -469,48 +477,39 @@ export class ScimService {
   ): Promise<JsonObject> {
     const id = first.user.id;
     const at = this.now().toISOString();
-    const holder = await store.findUserIdByUserName(this.db, userKey(predicted.userName));
-    if (holder && holder.id !== id) throw this.#userNameTaken(predicted.userName);
+    const holder = await findUserIdByUsername(this.db, predicted.userName);
+    if (holder && holder !== id) throw this.#userNameTaken(predicted.userName);
     // Read before the write: once committed, the tuples are removed and could no longer be kept for reactivation.
-    const deactivating = first.user.active === 1 && predicted.active === false;
+    const deactivating = first.user.active && predicted.active === false;
     const suspended = deactivating ? (await this.deps.authz.read({ user: userObject(id) })).filter(restorable) : [];
     const outcome = await this.#uniquely(
       predicted,
       this.#userRows(id, predicted).email?.value,
       () =>
         this.db.transaction().execute(async (trx) => {
-          await store.lockRow(trx, this.deps.db.dialect, 'users', id);
+          await lockRow(trx, this.deps.db.dialect, 'users', id);
           const [current] = await store.loadUsers(trx, [id], true);
           if (!current) throw notFound('User', id);
           const state = compute(current);
-          const key = userKey(state.userName);
-          const taken = await store.findUserIdByUserName(trx, key);
-          if (taken && taken.id !== id) throw this.#userNameTaken(state.userName);
+          const taken = await findUserIdByUsername(trx, state.userName);
+          if (taken && taken !== id) throw this.#userNameTaken(state.userName);
           const rows = this.#userRows(id, state);
-          const wasActive = current.user.active === 1;
+          const wasActive = current.user.active;
           const active = state.active ?? wasActive;
-          const emailKey = rows.email ? userKey(rows.email.value) : null;
-          await store.updateUser(
-            trx,
-            id,
-            {
-              username: state.userName,
-              username_key: key,
-              email: rows.email?.value ?? null,
-              email_key: emailKey,
-              ...(emailKey !== current.user.email_key && { email_verified: 0 }),
-              name: this.#formattedName(state, current.user, {
-                given: current.scim?.given_name ?? null,
-                family: current.scim?.family_name ?? null,
-              }),
-              active: active ? 1 : 0,
-              ...(passwordHash !== undefined && { password_hash: passwordHash }),
-              updated_at: at,
-            },
-            rows.write,
-          );
+          await updateAccount(trx, current.user, {
+            username: state.userName,
+            email: rows.email?.value ?? null,
+            name: this.#formattedName(state, current.user, {
+              given: current.scim?.given_name ?? null,
+              family: current.scim?.family_name ?? null,
+            }),
+            active,
+            passwordHash,
+            at,
+          });
+          await store.writeScimUser(trx, rows.write, true);
           if (wasActive && !active) await store.suspendTuples(trx, id, suspended, at);
-          return { wasActive, active, roles: JSON.parse(current.user.roles) as string[] };
+          return { wasActive, active, roles: current.user.roles };
         }),
       id,
     );
@@ -529,12 +528,12 @@ export class ScimService {
     return this.getUser(id);
   }
 
-  async #deactivate(user: UserRow): Promise<void> {
+  async #deactivate(user: User): Promise<void> {
     const when = this.now().toISOString();
-    if (user.active === 1) {
+    if (user.active) {
       const suspended = (await this.deps.authz.read({ user: userObject(user.id) })).filter(restorable);
       await this.db.transaction().execute(async (trx) => {
-        await store.setUserActive(trx, user.id, false, when);
+        await setUserActive(trx, user.id, false, when);
         await store.suspendTuples(trx, user.id, suspended, when);
       });
     }
@@ -549,7 +548,7 @@ export class ScimService {
 
   /** Writes the user's role and group tuples, and restores what a deactivation suspended. Idempotent. */
   async #grantAccess(userId: string, roles: string[]): Promise<void> {
-    const groupIds = await store.groupIdsOfUser(this.db, userId);
+    const groupIds = await allGroupIdsOf(this.db, userId);
     const suspended = await store.suspendedTuples(this.db, userId);
     await this.#writeTuples([
       ...roles.map((role) => roleTuple(userId, role)),
@@ -561,11 +560,11 @@ export class ScimService {
   }
 
   async #writeTuples(tuples: Tuple[]): Promise<void> {
-    for (const part of store.chunks(tuples, 100)) await this.deps.authz.write(part);
+    for (const part of chunks(tuples, 100)) await this.deps.authz.write(part);
   }
 
   async #deleteTuples(tuples: Tuple[]): Promise<void> {
-    for (const part of store.chunks(tuples, 100)) await this.deps.authz.delete(part);
+    for (const part of chunks(tuples, 100)) await this.deps.authz.delete(part);
   }
 
   // -------------------------------------------------------------------------------------------------------------
@@ -610,18 +609,10 @@ export class ScimService {
         const name = await this.#freeGroupPath(trx, state.displayName, undefined);
         // A group of that path made by single sign-on claims is the same group: SCIM adopts it.
         const groupId = name.adopt ?? randomUUID();
-        if (name.adopt) await store.updateGroup(trx, groupId, { updated_at: at });
-        else {
-          await store.insertGroup(trx, {
-            id: groupId,
-            name: name.path,
-            name_key: name.path.toLowerCase(),
-            created_at: at,
-            updated_at: at,
-          });
-        }
+        if (name.adopt) await updateGroup(trx, groupId, { at });
+        else await insertGroup(trx, { id: groupId, name: name.path, at }, { ifAbsent: false });
         await store.upsertScimGroup(trx, this.#scimGroupRow(groupId, state));
-        await store.addMembers(trx, groupId, state.members, at);
+        await addMembers(trx, groupId, state.members, at);
         return groupId;
       }),
     );
@@ -657,8 +648,8 @@ export class ScimService {
   }
 
   async deleteGroup(ctx: ScimContext, id: string): Promise<void> {
-    if (!UUID.test(id) || !(await store.groupExists(this.db, id))) throw notFound('Group', id);
-    await this.db.transaction().execute((trx) => store.deleteGroup(trx, id));
+    if (!UUID.test(id) || (await findGroupsByIds(this.db, [id])).length === 0) throw notFound('Group', id);
+    await this.db.transaction().execute((trx) => deleteGroup(trx, id));
     await this.deps.authz.removeAllFor(groupObject(id));
     await this.#audit(ctx, 'scim.group.deleted', null, { group_id: id });
   }
@@ -695,7 +686,7 @@ export class ScimService {
       predicted.displayName,
       () =>
         this.db.transaction().execute(async (trx) => {
-          await store.lockRow(trx, this.deps.db.dialect, 'groups', id);
+          await lockRow(trx, this.deps.db.dialect, 'groups', id);
           const [current] = await store.loadGroups(trx, [id], true);
           if (!current) throw notFound('Group', id);
           const state = compute(current);
@@ -707,13 +698,10 @@ export class ScimService {
           // The path-like name follows a changed displayName; an unchanged one keeps its name.
           const renamed = (current.scim?.display_name ?? current.group.name) !== state.displayName;
           const name = renamed ? await this.#freeGroupPath(trx, state.displayName, id) : undefined;
-          await store.updateGroup(trx, id, {
-            ...(name && !name.adopt && { name: name.path, name_key: name.path.toLowerCase() }),
-            updated_at: at,
-          });
+          await updateGroup(trx, id, { ...(name && !name.adopt && { name: name.path }), at });
           await store.upsertScimGroup(trx, this.#scimGroupRow(id, state));
-          await store.addMembers(trx, id, added, at);
-          await store.removeMembers(trx, id, removed);
+          await addMembers(trx, id, added, at);
+          await removeMembers(trx, id, removed);
           return { added, removed, after: members };
         }),
       id,
@@ -732,7 +720,7 @@ export class ScimService {
   /** 400 invalidValue unless every id is a user (Groups are not members: nested groups are not supported). */
   async #checkMembers(db: Kysely<Database>, ids: string[]): Promise<void> {
     const valid = ids.filter((id) => UUID.test(id));
-    const found = await store.existingUserIds(db, valid);
+    const found = await existingUserIds(db, valid);
     const missing = ids.find((id) => !found.has(id));
     if (missing !== undefined) {
       throw new BadRequestError(`members: no User with id ${missing}`, { scimType: 'invalidValue' });
@@ -741,7 +729,7 @@ export class ScimService {
 
   /** Member tuples of the active users among `userIds` (an inactive user gets theirs back on reactivation). */
   async #writeMemberTuples(groupId: string, userIds: string[]): Promise<void> {
-    const active = await store.activeUserIds(this.db, userIds);
+    const active = await existingUserIds(this.db, userIds, true);
     await this.#writeTuples([...active].map((userId) => memberTuple(userId, groupId)));
   }
 
@@ -770,9 +758,9 @@ export class ScimService {
   ): Promise<{ path: string; adopt?: string }> {
     for (let n = 1; n <= 100; n++) {
       const path = groupPathFor(displayName, n === 1 ? '' : `-${n}`);
-      const holder = await store.findGroupByNameKey(db, path.toLowerCase());
+      const holder = await findGroupByName(db, path);
       if (!holder || holder.id === selfId) return { path };
-      if (holder.display_name_key === null && selfId === undefined) return { path, adopt: holder.id };
+      if (selfId === undefined && !(await store.isScimGroup(db, holder.id))) return { path, adopt: holder.id };
     }
     throw new ConflictError(`No free group name for ${displayName}`, { code: 'CONFLICT', scimType: 'uniqueness' });
   }

@@ -1,21 +1,13 @@
-import { type Kysely, type RawBuilder, type SqlBool, type Transaction, type Updateable, sql } from 'kysely';
+import { type RawBuilder, type SqlBool, sql } from 'kysely';
+import { chunks } from '../../db/chunks.js';
 import type { Db } from '../../db/create-db.js';
-import type { Database } from '../../db/database.js';
-import type { GroupsTable, UserRow, UsersTable } from '../users/users.tables.js';
-import type { Column, Dialect, FilterMapping, ValueSource } from './scim.filter.js';
-import { ENTERPRISE_USER_SCHEMA, GROUP_RESOURCE, USER_RESOURCE } from './scim.schemas.js';
+import { type Executor, type GroupRow, type User, findGroupsByIds, findUsersByIds } from '../users/index.js';
+import type { Column, FilterMapping, ValueSource } from './scim.filter.js';
+import { ENTERPRISE_USER_SCHEMA, GROUP_RESOURCE, type ResourceDef, USER_RESOURCE } from './scim.schemas.js';
 import type { ScimGroupRow, ScimUserAddressRow, ScimUserRow, ScimUserValueRow, ScimUsersTable } from './scim.tables.js';
 
-type Executor = Kysely<Database> | Transaction<Database>;
-
-/** `IN (…)` lists are cut into chunks this long (SQLite and PostgreSQL cap bound parameters). */
-const CHUNK = 500;
-
-export function chunks<T>(items: readonly T[], size = CHUNK): T[][] {
-  const result: T[][] = [];
-  for (let i = 0; i < items.length; i += size) result.push(items.slice(i, i + size));
-  return result;
-}
+// The `users`, `groups` and `group_members` tables belong to the users module, which writes them. Filters, sorting
+// and paging have to join them with SCIM's own tables in SQL, so the queries that list resources read them here.
 
 /**
  * SQLite's lower() folds ASCII only; filters fold case with `scim_fold`, which is String.prototype.toLowerCase:
@@ -30,6 +22,38 @@ export function registerSqlFunctions(db: Db): void {
 
 const column = (ref: string, nullable = true, folded = false): Column => ({ ref: sql.ref(ref), nullable, folded });
 const expression = (ref: RawBuilder<unknown>, nullable: boolean, folded = false): Column => ({ ref, nullable, folded });
+
+type Target = ReturnType<FilterMapping['target']>;
+
+/**
+ * How a resource type's filters (and sorting, below) reach its columns. Every resource has an `id` and `meta`
+ * times in its table, aliased `alias`; `targets` adds the rest, by attribute name.
+ */
+function filterMapping(resource: ResourceDef, alias: string, targets: Record<string, Target>): FilterMapping {
+  const all: Record<string, Target> = {
+    id: { kind: 'column', column: column(`${alias}.id`, false) },
+    ...targets,
+    meta: {
+      kind: 'complex',
+      columns: {
+        resourceType: expression(sql.lit(resource.name), false),
+        created: column(`${alias}.created_at`, false),
+        lastModified: column(`${alias}.updated_at`, false),
+      },
+    },
+  };
+  return { resource, target: (key) => all[key] };
+}
+
+/** Sortable attributes (`sortBy`), by canonical path: `id`, the `meta` times, and `columns`. */
+function sortable(alias: string, columns: Record<string, Column>): Record<string, Column> {
+  return {
+    id: column(`${alias}.id`, false),
+    ...columns,
+    'meta.created': column(`${alias}.created_at`, false),
+    'meta.lastModified': column(`${alias}.updated_at`, false),
+  };
+}
 
 // ---------------------------------------------------------------------------------------------------------------
 // Users: `users u LEFT JOIN scim_users su`
@@ -89,8 +113,7 @@ const USER_GROUPS: ValueSource = {
     })`,
 };
 
-const USER_TARGETS: Record<string, ReturnType<FilterMapping['target']>> = {
-  id: { kind: 'column', column: column('u.id', false) },
+export const USER_FILTERS = filterMapping(USER_RESOURCE, 'u', {
   externalId: { kind: 'column', column: column('su.external_id') },
   userName: { kind: 'column', column: column('u.username_key', false, true) },
   name: {
@@ -128,24 +151,9 @@ const USER_TARGETS: Record<string, ReturnType<FilterMapping['target']>> = {
   [`${ENTERPRISE_USER_SCHEMA}:division`]: { kind: 'column', column: column('su.division') },
   [`${ENTERPRISE_USER_SCHEMA}:department`]: { kind: 'column', column: column('su.department') },
   [`${ENTERPRISE_USER_SCHEMA}:manager`]: { kind: 'complex', columns: { value: column('su.manager_id') } },
-  meta: {
-    kind: 'complex',
-    columns: {
-      resourceType: expression(sql.lit('User'), false),
-      created: column('u.created_at', false),
-      lastModified: column('u.updated_at', false),
-    },
-  },
-};
+});
 
-export const USER_FILTERS: FilterMapping = {
-  resource: USER_RESOURCE,
-  target: (key) => USER_TARGETS[key],
-};
-
-/** Sortable User attributes (`sortBy`), by canonical path. */
-export const USER_SORT: Record<string, Column> = {
-  id: column('u.id', false),
+export const USER_SORT = sortable('u', {
   userName: column('u.username_key', false, true),
   externalId: column('su.external_id'),
   displayName: column('su.display_name'),
@@ -158,9 +166,7 @@ export const USER_SORT: Record<string, Column> = {
   'name.familyName': column('su.family_name'),
   emails: column('u.email_key', true, true),
   'emails.value': column('u.email_key', true, true),
-  'meta.created': column('u.created_at', false),
-  'meta.lastModified': column('u.updated_at', false),
-};
+});
 
 export interface Page {
   where: RawBuilder<SqlBool> | undefined;
@@ -170,38 +176,53 @@ export interface Page {
   limit: number;
 }
 
-function users(db: Executor) {
-  return db.selectFrom('users as u').leftJoin('scim_users as su', 'su.user_id', 'u.id');
+/** The query builder calls that paging needs; Kysely's select queries have them, whatever they select from. */
+interface Pageable<Q> {
+  where(expression: RawBuilder<SqlBool>): Q;
+  orderBy(expression: RawBuilder<unknown>): Q;
+  offset(offset: number): Q;
+  limit(limit: number): Q;
 }
 
-export async function countUsers(db: Executor, where: RawBuilder<SqlBool> | undefined): Promise<number> {
-  // Without a filter the join only costs: SQLite would probe scim_users once per user to count them.
-  const query = where
-    ? users(db)
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where(where)
-    : db.selectFrom('users').select((eb) => eb.fn.countAll<number>().as('n'));
-  const { n } = await query.executeTakeFirstOrThrow();
-  return Number(n);
-}
-
-/** The query listing the ids of one page of users (exported so its plan can be checked). */
-export function userPageQuery(db: Executor, page: Page) {
-  let query = users(db).select('u.id');
+/**
+ * Narrows a listing to one filtered, ordered page. Equal sort keys fall back to `naturalKey` (then `id`), so pages
+ * are stable and predictable; nullable sort columns sort missing values last ascending, first descending.
+ */
+function paged<Q extends Pageable<Q>>(query: Q, page: Page, naturalKey: string, id: string): Q {
   if (page.where) query = query.where(page.where);
   if (page.order) {
     const { expr, nullable, descending } = page.order;
     const direction = sql.raw(descending ? 'DESC' : 'ASC');
     if (nullable) query = query.orderBy(sql`(${expr} IS NULL) ${direction}`);
-    // Equal sort keys fall back to userName (then id), so pages are stable and predictable.
     query = query
       .orderBy(sql`${expr} ${direction}`)
-      .orderBy('u.username_key')
-      .orderBy('u.id');
+      .orderBy(sql.ref(naturalKey))
+      .orderBy(sql.ref(id));
   } else {
-    query = query.orderBy('u.username_key');
+    query = query.orderBy(sql.ref(naturalKey));
   }
   return query.offset(page.offset).limit(page.limit);
+}
+
+const COUNT = sql<number>`count(*)`.as('n');
+
+async function counted(query: { executeTakeFirstOrThrow(): Promise<{ n: number }> }): Promise<number> {
+  const { n } = await query.executeTakeFirstOrThrow();
+  return Number(n);
+}
+
+function users(db: Executor) {
+  return db.selectFrom('users as u').leftJoin('scim_users as su', 'su.user_id', 'u.id');
+}
+
+export function countUsers(db: Executor, where: RawBuilder<SqlBool> | undefined): Promise<number> {
+  // Without a filter the join only costs: SQLite would probe scim_users once per user to count them.
+  return counted(where ? users(db).select(COUNT).where(where) : db.selectFrom('users').select(COUNT));
+}
+
+/** The query listing the ids of one page of users (exported so its plan can be checked). */
+export function userPageQuery(db: Executor, page: Page) {
+  return paged(users(db).select('u.id'), page, 'u.username_key', 'u.id');
 }
 
 export async function pageUserIds(db: Executor, page: Page): Promise<string[]> {
@@ -210,7 +231,7 @@ export async function pageUserIds(db: Executor, page: Page): Promise<string[]> {
 
 /** A user with everything SCIM renders. */
 export interface LoadedUser {
-  user: UserRow;
+  user: User;
   scim: ScimUserRow | undefined;
   values: ScimUserValueRow[];
   addresses: ScimUserAddressRow[];
@@ -222,7 +243,7 @@ export interface LoadedUser {
 export async function loadUsers(db: Executor, ids: string[], withGroups = true): Promise<LoadedUser[]> {
   if (ids.length === 0) return [];
   const [userRows, scimRows, values, addressRows, groupRows] = await Promise.all([
-    db.selectFrom('users').selectAll().where('id', 'in', ids).execute(),
+    findUsersByIds(db, ids),
     db.selectFrom('scim_users').selectAll().where('user_id', 'in', ids).execute(),
     db
       .selectFrom('scim_user_values')
@@ -244,14 +265,12 @@ export async function loadUsers(db: Executor, ids: string[], withGroups = true):
       : Promise.resolve([]),
   ]);
   const managerIds = [...new Set(scimRows.map((r) => r.manager_id).filter((m): m is string => m !== null))];
-  const managers = managerIds.length
-    ? await db
-        .selectFrom('users as u')
-        .leftJoin('scim_users as su', 'su.user_id', 'u.id')
-        .select(['u.id', 'u.username', 'su.display_name'])
-        .where('u.id', 'in', managerIds)
-        .execute()
-    : [];
+  const [managers, managerNames] = await Promise.all([
+    findUsersByIds(db, managerIds),
+    managerIds.length
+      ? db.selectFrom('scim_users').select(['user_id', 'display_name']).where('user_id', 'in', managerIds).execute()
+      : Promise.resolve([]),
+  ]);
   const byId = new Map(userRows.map((u) => [u.id, u]));
   return ids.flatMap((id) => {
     const user = byId.get(id);
@@ -265,27 +284,13 @@ export async function loadUsers(db: Executor, ids: string[], withGroups = true):
         values: values.filter((v) => v.user_id === id),
         addresses: addressRows.filter((a) => a.user_id === id),
         groups: groupRows.filter((g) => g.user_id === id).map((g) => ({ id: g.id, display: g.display_name ?? g.name })),
-        manager: manager && { id: manager.id, displayName: manager.display_name ?? manager.username },
+        manager: manager && {
+          id: manager.id,
+          displayName: managerNames.find((m) => m.user_id === manager.id)?.display_name ?? manager.username,
+        },
       },
     ];
   });
-}
-
-/**
- * Locks a user's or group's row until the transaction ends, so read-modify-write cycles on it take turns. PostgreSQL
- * needs it; SQLite runs one transaction at a time on the service's single connection already.
- */
-export async function lockRow(db: Executor, dialect: Dialect, table: 'users' | 'groups', id: string): Promise<void> {
-  if (dialect !== 'postgres') return;
-  await sql`SELECT id FROM ${sql.table(table)} WHERE id = ${id} FOR UPDATE`.execute(db);
-}
-
-export function findUserRow(db: Executor, id: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
-}
-
-export function findUserIdByUserName(db: Executor, usernameKey: string): Promise<{ id: string } | undefined> {
-  return db.selectFrom('users').select('id').where('username_key', '=', usernameKey).executeTakeFirst();
 }
 
 export interface UserWrite {
@@ -294,22 +299,8 @@ export interface UserWrite {
   addresses: ScimUserAddressRow[];
 }
 
-export async function insertUser(db: Executor, user: UserRow, write: UserWrite): Promise<void> {
-  await db.insertInto('users').values(user).execute();
-  await writeScimParts(db, write, false);
-}
-
-export async function updateUser(
-  db: Executor,
-  id: string,
-  changes: Updateable<UsersTable>,
-  write: UserWrite,
-): Promise<void> {
-  await db.updateTable('users').set(changes).where('id', '=', id).execute();
-  await writeScimParts(db, write, true);
-}
-
-async function writeScimParts(db: Executor, write: UserWrite, replace: boolean): Promise<void> {
+/** Writes what SCIM says of a user beyond the users module's account; `replace` clears what was there first. */
+export async function writeScimUser(db: Executor, write: UserWrite, replace: boolean): Promise<void> {
   const { user_id, ...columns } = write.scim;
   await db
     .insertInto('scim_users')
@@ -322,39 +313,6 @@ async function writeScimParts(db: Executor, write: UserWrite, replace: boolean):
   }
   for (const part of chunks(write.values, 100)) await db.insertInto('scim_user_values').values(part).execute();
   for (const part of chunks(write.addresses, 100)) await db.insertInto('scim_user_addresses').values(part).execute();
-}
-
-export async function setUserActive(db: Executor, id: string, active: boolean, at: string): Promise<void> {
-  await db
-    .updateTable('users')
-    .set({ active: active ? 1 : 0, updated_at: at })
-    .where('id', '=', id)
-    .execute();
-}
-
-export async function groupIdsOfUser(db: Executor, userId: string): Promise<string[]> {
-  const rows = await db.selectFrom('group_members').select('group_id').where('user_id', '=', userId).execute();
-  return rows.map((r) => r.group_id);
-}
-
-/** The ids among `ids` that are users. */
-export async function existingUserIds(db: Executor, ids: string[]): Promise<Set<string>> {
-  const found = new Set<string>();
-  for (const part of chunks(ids)) {
-    const rows = await db.selectFrom('users').select('id').where('id', 'in', part).execute();
-    for (const row of rows) found.add(row.id);
-  }
-  return found;
-}
-
-/** Active users among `ids` (only they get authorization tuples). */
-export async function activeUserIds(db: Executor, ids: string[]): Promise<Set<string>> {
-  const found = new Set<string>();
-  for (const part of chunks(ids)) {
-    const rows = await db.selectFrom('users').select('id').where('id', 'in', part).where('active', '=', 1).execute();
-    for (const row of rows) found.add(row.id);
-  }
-  return found;
 }
 
 // Tuples a deactivation removed (see migrations/0006_scim.ts)
@@ -403,8 +361,7 @@ const GROUP_MEMBERS: ValueSource = {
     })`,
 };
 
-const GROUP_TARGETS: Record<string, ReturnType<FilterMapping['target']>> = {
-  id: { kind: 'column', column: column('g.id', false) },
+export const GROUP_FILTERS = filterMapping(GROUP_RESOURCE, 'g', {
   externalId: { kind: 'column', column: column('sg.external_id') },
   // A group SCIM does not manage (made by single sign-on claims) shows its path-like name as displayName.
   displayName: {
@@ -416,63 +373,28 @@ const GROUP_TARGETS: Record<string, ReturnType<FilterMapping['target']>> = {
     },
   },
   members: { kind: 'multi', sources: [GROUP_MEMBERS] },
-  meta: {
-    kind: 'complex',
-    columns: {
-      resourceType: expression(sql.lit('Group'), false),
-      created: column('g.created_at', false),
-      lastModified: column('g.updated_at', false),
-    },
-  },
-};
+});
 
-export const GROUP_FILTERS: FilterMapping = {
-  resource: GROUP_RESOURCE,
-  target: (key) => GROUP_TARGETS[key],
-};
-
-export const GROUP_SORT: Record<string, Column> = {
-  id: column('g.id', false),
+export const GROUP_SORT = sortable('g', {
   displayName: expression(sql`coalesce(sg.display_name_key, g.name_key)`, false, true),
   externalId: column('sg.external_id'),
-  'meta.created': column('g.created_at', false),
-  'meta.lastModified': column('g.updated_at', false),
-};
+});
 
 function groups(db: Executor) {
   return db.selectFrom('groups as g').leftJoin('scim_groups as sg', 'sg.group_id', 'g.id');
 }
 
-export async function countGroups(db: Executor, where: RawBuilder<SqlBool> | undefined): Promise<number> {
-  const query = where
-    ? groups(db)
-        .select((eb) => eb.fn.countAll<number>().as('n'))
-        .where(where)
-    : db.selectFrom('groups').select((eb) => eb.fn.countAll<number>().as('n'));
-  const { n } = await query.executeTakeFirstOrThrow();
-  return Number(n);
+export function countGroups(db: Executor, where: RawBuilder<SqlBool> | undefined): Promise<number> {
+  return counted(where ? groups(db).select(COUNT).where(where) : db.selectFrom('groups').select(COUNT));
 }
 
 export async function pageGroupIds(db: Executor, page: Page): Promise<string[]> {
-  let query = groups(db).select('g.id');
-  if (page.where) query = query.where(page.where);
-  if (page.order) {
-    const { expr, nullable, descending } = page.order;
-    const direction = sql.raw(descending ? 'DESC' : 'ASC');
-    if (nullable) query = query.orderBy(sql`(${expr} IS NULL) ${direction}`);
-    query = query
-      .orderBy(sql`${expr} ${direction}`)
-      .orderBy('g.name_key')
-      .orderBy('g.id');
-  } else {
-    query = query.orderBy('g.name_key');
-  }
-  const rows = await query.offset(page.offset).limit(page.limit).execute();
+  const rows = await paged(groups(db).select('g.id'), page, 'g.name_key', 'g.id').execute();
   return rows.map((r) => r.id);
 }
 
 export interface LoadedGroup {
-  group: { id: string; name: string; created_at: string; updated_at: string };
+  group: GroupRow;
   scim: ScimGroupRow | undefined;
   /** undefined when members were not asked for. */
   members: { id: string; display: string }[] | undefined;
@@ -481,7 +403,7 @@ export interface LoadedGroup {
 export async function loadGroups(db: Executor, ids: string[], withMembers: boolean): Promise<LoadedGroup[]> {
   if (ids.length === 0) return [];
   const [groupRows, scimRows, memberRows] = await Promise.all([
-    db.selectFrom('groups').select(['id', 'name', 'created_at', 'updated_at']).where('id', 'in', ids).execute(),
+    findGroupsByIds(db, ids),
     db.selectFrom('scim_groups').selectAll().where('group_id', 'in', ids).execute(),
     withMembers
       ? db
@@ -512,32 +434,14 @@ export async function loadGroups(db: Executor, ids: string[], withMembers: boole
   });
 }
 
-export function findGroupByNameKey(db: Executor, nameKey: string) {
-  return db
-    .selectFrom('groups as g')
-    .leftJoin('scim_groups as sg', 'sg.group_id', 'g.id')
-    .select(['g.id', 'g.name', 'sg.display_name_key'])
-    .where('g.name_key', '=', nameKey)
-    .executeTakeFirst();
+/** Whether SCIM manages the group (a group single sign-on made has no scim_groups row). */
+export async function isScimGroup(db: Executor, groupId: string): Promise<boolean> {
+  const row = await db.selectFrom('scim_groups').select('group_id').where('group_id', '=', groupId).executeTakeFirst();
+  return row !== undefined;
 }
 
 export function findGroupIdByDisplayNameKey(db: Executor, key: string) {
   return db.selectFrom('scim_groups').select('group_id').where('display_name_key', '=', key).executeTakeFirst();
-}
-
-export function groupExists(db: Executor, id: string) {
-  return db.selectFrom('groups').select('id').where('id', '=', id).executeTakeFirst();
-}
-
-export async function insertGroup(
-  db: Executor,
-  group: { id: string; name: string; name_key: string; created_at: string; updated_at: string },
-): Promise<void> {
-  await db.insertInto('groups').values(group).execute();
-}
-
-export async function updateGroup(db: Executor, id: string, changes: Updateable<GroupsTable>): Promise<void> {
-  await db.updateTable('groups').set(changes).where('id', '=', id).execute();
 }
 
 export async function upsertScimGroup(db: Executor, row: ScimGroupRow): Promise<void> {
@@ -547,26 +451,4 @@ export async function upsertScimGroup(db: Executor, row: ScimGroupRow): Promise<
     .values(row)
     .onConflict((oc) => oc.column('group_id').doUpdateSet(columns))
     .execute();
-}
-
-export async function addMembers(db: Executor, groupId: string, userIds: string[], at: string): Promise<void> {
-  for (const part of chunks(userIds)) {
-    await db
-      .insertInto('group_members')
-      .values(part.map((user_id) => ({ group_id: groupId, user_id, created_at: at })))
-      .onConflict((oc) => oc.doNothing())
-      .execute();
-  }
-}
-
-export async function removeMembers(db: Executor, groupId: string, userIds: string[]): Promise<void> {
-  for (const part of chunks(userIds)) {
-    await db.deleteFrom('group_members').where('group_id', '=', groupId).where('user_id', 'in', part).execute();
-  }
-}
-
-export async function deleteGroup(db: Executor, id: string): Promise<number> {
-  await db.deleteFrom('group_members').where('group_id', '=', id).execute();
-  const result = await db.deleteFrom('groups').where('id', '=', id).executeTakeFirst();
-  return Number(result.numDeletedRows);
 }

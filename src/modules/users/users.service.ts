@@ -8,22 +8,9 @@ import { ConflictError, ValidationError } from '../../errors.js';
 import { groupObject, roleObject, userObject } from '../../ports/subjects.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, checkPassword, hashPassword } from './passwords.js';
 import * as store from './users.store.js';
-import type { UserRow } from './users.tables.js';
+import { type User, rowToUser as toUser } from './users.store.js';
 
-/** A local user as the rest of the service sees it (never the password hash). */
-export interface User {
-  id: string;
-  username: string;
-  email: string | null;
-  emailVerified: boolean;
-  name: string | null;
-  roles: string[];
-  active: boolean;
-  hasPassword: boolean;
-  createdAt: string;
-  updatedAt: string;
-  lastLogin: string | null;
-}
+export type { User };
 
 export const ADMIN_ROLE = 'admin';
 export const DEFAULT_ROLE = 'user';
@@ -54,22 +41,6 @@ export const newUserSchema = z.object({
 });
 export type NewUser = z.input<typeof newUserSchema>;
 
-function toUser(row: UserRow): User {
-  return {
-    id: row.id,
-    username: row.username,
-    email: row.email,
-    emailVerified: row.email_verified === 1,
-    name: row.name,
-    roles: JSON.parse(row.roles) as string[],
-    active: row.active === 1,
-    hasPassword: row.password_hash !== null,
-    createdAt: row.created_at,
-    updatedAt: row.updated_at,
-    lastLogin: row.last_login,
-  };
-}
-
 function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, what: string): T {
   const result = schema.safeParse(value);
   if (result.success) return result.data;
@@ -79,18 +50,20 @@ function parseOrThrow<T>(schema: z.ZodType<T>, value: unknown, what: string): T 
   );
 }
 
-/** Local users and groups: the embedded identity provider. */
-const roleTuple = (userId: string, role: string): Tuple => ({
+/** The tuple that gives a user a role: `role:<name>#assignee`. */
+export const roleTuple = (userId: string, role: string): Tuple => ({
   user: userObject(userId),
   relation: 'assignee',
   object: roleObject(role),
 });
-const memberTuple = (userId: string, groupId: string): Tuple => ({
+/** The tuple that makes a user a member of a group: `group:<id>#member`. */
+export const memberTuple = (userId: string, groupId: string): Tuple => ({
   user: userObject(userId),
   relation: 'member',
   object: groupObject(groupId),
 });
 
+/** Local users and groups: the embedded identity provider. */
 export class UsersService {
   /**
    * @param authz where role and group membership are written as relationship tuples (`role:admin#assignee`,
@@ -105,23 +78,20 @@ export class UsersService {
   async create(input: NewUser): Promise<User> {
     const user = parseOrThrow(newUserSchema, input, 'user');
     const at = this.now().toISOString();
-    const row: UserRow = {
+    const account: store.NewAccount = {
       id: randomUUID(),
       username: user.username,
-      username_key: store.userKey(user.username),
       email: user.email ?? null,
-      email_key: user.email ? store.userKey(user.email) : null,
-      email_verified: user.emailVerified ? 1 : 0,
+      emailVerified: user.emailVerified,
       name: user.name ?? null,
-      roles: JSON.stringify([...new Set(user.roles)]),
-      active: 1,
-      password_hash: user.password ? await hashPassword(user.password) : null,
-      created_at: at,
-      updated_at: at,
-      last_login: null,
+      roles: [...new Set(user.roles)],
+      active: true,
+      passwordHash: user.password ? await hashPassword(user.password) : null,
+      at,
     };
+    let created: User;
     try {
-      await store.insertUser(this.db, row);
+      created = await store.insertAccount(this.db, account);
     } catch (error) {
       if (isUniqueViolation(error)) {
         const taken = await store.findUserByUsername(this.db, user.username);
@@ -131,7 +101,6 @@ export class UsersService {
       }
       throw error;
     }
-    const created = toUser(row);
     await this.authz?.write(created.roles.map((role) => roleTuple(created.id, role)));
     return created;
   }

@@ -42,3 +42,4 @@ export interface UserIdentitiesTable {
 }
 
 export type UserRow = Selectable<UsersTable>;
+export type GroupRow = Selectable<GroupsTable>;
