@@ -58,6 +58,8 @@ import { API_KEY_TOKEN_FAMILY, ApiKeysService } from './modules/api-keys/index.j
 import { authRoutes } from './modules/auth/index.js';
 import { AuthService } from './modules/auth/index.js';
 import { KeyRing } from './modules/auth/index.js';
+import { KeyEncryption } from './modules/auth/index.js';
+import { ensureAdminEmail } from './modules/auth/index.js';
 import { OidcSso } from './modules/auth/index.js';
 import { ssoRoutes } from './modules/auth/index.js';
 import { TokenService } from './modules/auth/index.js';
@@ -174,7 +176,11 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
       : createEmbeddedAuthz(db, authorizationModel(), now);
   const users = new UsersService(db.kysely, now, authz);
   // Retired keys verify for one access-token lifetime more, plus a minute of clock leeway.
-  const keys = new KeyRing(db.kysely, (config.auth.accessTokenTtlSeconds + 60) * 1000, now);
+  const keys = new KeyRing(db.kysely, (config.auth.accessTokenTtlSeconds + 60) * 1000, {
+    encryption: KeyEncryption.fromConfig(config, logger),
+    now,
+    logger,
+  });
   const tokens = new TokenService(keys, config.publicUrl, config.auth.accessTokenTtlSeconds, now);
   const audit = new AuditService(db.kysely, logger, now);
   const auth = new AuthService({ config: config.auth, db: db.kysely, users, tokens, logger, audit, now, ...stores });
@@ -391,6 +397,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     agent = createAgent({ llm, conversations, tools: executor, checkpointer, logger });
     const admin = await users.ensureBootstrapAdmin(config.auth.adminUsername, config.auth.adminPassword);
     if (admin.created) logger.info({ username: config.auth.adminUsername }, 'bootstrap administrator created');
+    await ensureAdminEmail(users, config.auth, logger);
     if (admin.generatedPassword) {
       announce(
         `Bootstrap administrator "${config.auth.adminUsername}" created with password: ${admin.generatedPassword}\n` +

@@ -28,6 +28,28 @@ const redisUrl = z
 
 const ulid = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a ULID');
 
+const KEY_ENCRYPTION_KEY_BYTES = 32;
+
+/**
+ * The bytes of a key-encryption key written as hex (64 digits) or base64/base64url (43 or 44 characters), or
+ * undefined when the text is neither or does not hold exactly 32 bytes.
+ */
+export function decodeKeyEncryptionKey(text: string): Buffer | undefined {
+  const trimmed = text.trim();
+  let bytes: Buffer;
+  if (/^[0-9a-fA-F]{64}$/.test(trimmed)) bytes = Buffer.from(trimmed, 'hex');
+  else if (/^[A-Za-z0-9+/_-]{43}={0,1}$/.test(trimmed)) bytes = Buffer.from(trimmed, 'base64');
+  else return undefined;
+  return bytes.length === KEY_ENCRYPTION_KEY_BYTES ? bytes : undefined;
+}
+
+const emailAddress = z.email('must be an email address').max(254);
+
+/** The bootstrap administrator's address when ADMIN_EMAIL is unset: the username if it is one, else a placeholder. */
+export function defaultAdminEmail(username: string): string {
+  return emailAddress.safeParse(username).success ? username : `${username}@localhost.invalid`;
+}
+
 const envSchema = z.object({
   HOST: z.string().min(1).default('127.0.0.1'),
   PORT: port(8000),
@@ -52,6 +74,14 @@ const envSchema = z.object({
   LLM_MODEL: optionalText,
   ADMIN_USERNAME: z.string().min(1).max(64).default('admin'),
   ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
+  ADMIN_EMAIL: emailAddress.optional(),
+  KEY_ENCRYPTION_KEY: z
+    .string()
+    .refine((v) => decodeKeyEncryptionKey(v) !== undefined, {
+      message: 'must be 32 bytes written as base64, base64url or hex (openssl rand -base64 32)',
+    })
+    .optional(),
+  NODE_ENV: z.string().optional(),
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   TRUST_PROXY: z
     .string()
@@ -99,6 +129,14 @@ function crossKeyProblems(raw: Record<string, unknown>): string[] {
   );
   need(raw.AUTHZ_PROVIDER === 'openfga', ['OPENFGA_API_URL', 'OPENFGA_STORE_ID'], 'AUTHZ_PROVIDER=openfga');
   need(raw.LLM_PROVIDER === 'openai', ['LLM_MODEL'], 'LLM_PROVIDER=openai');
+  // A production installation must not keep the key that protects its signing keys beside the database.
+  need(raw.NODE_ENV === 'production', ['KEY_ENCRYPTION_KEY'], 'NODE_ENV=production');
+  if (raw.ADMIN_EMAIL === undefined && typeof raw.ADMIN_USERNAME === 'string') {
+    const derived = defaultAdminEmail(raw.ADMIN_USERNAME);
+    if (!emailAddress.safeParse(derived).success) {
+      problems.push(`ADMIN_EMAIL: is required: ${derived}, derived from ADMIN_USERNAME, is not an email address`);
+    }
+  }
 
   const defaults: Record<string, number> = { PORT: 8000, PLAYGROUND_PORT: 8001, BUILDER_PORT: 8002 };
   const ports = Object.entries(defaults).map(
@@ -117,6 +155,8 @@ export type DatabaseTarget =
   { dialect: 'sqlite'; filename: string } | { dialect: 'postgres'; connectionString: string };
 
 export interface Config {
+  /** NODE_ENV=production: generated development defaults (such as the key-encryption key) are refused. */
+  production: boolean;
   host: string;
   ports: { main: number; playground: number; builder: number };
   /** Base URL of the main listener as clients reach it: the token issuer, and https means Secure cookies. */
@@ -131,6 +171,10 @@ export interface Config {
     oidc?: { issuerUrl: string; clientId: string; clientSecret: string; redirectUri: string };
     adminUsername: string;
     adminPassword: string | undefined;
+    /** The bootstrap administrator's email address, filled in on start when the account has none. */
+    adminEmail: string;
+    /** Encrypts the signing keys' private halves at rest; generated beside a SQLite database in development. */
+    keyEncryptionKey: Buffer | undefined;
     accessTokenTtlSeconds: number;
     refreshTokenTtlSeconds: number;
     session: { idleTimeoutSeconds: number; absoluteTimeoutSeconds: number; maxConcurrent: number };
@@ -225,6 +269,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const env = result.data;
   return {
+    production: env.NODE_ENV === 'production',
     host: env.HOST,
     ports: { main: env.PORT, playground: env.PLAYGROUND_PORT, builder: env.BUILDER_PORT },
     publicUrl: (env.PUBLIC_URL ?? `http://${env.HOST.includes(':') ? `[${env.HOST}]` : env.HOST}:${env.PORT}`).replace(
@@ -247,6 +292,9 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
       }),
       adminUsername: env.ADMIN_USERNAME,
       adminPassword: env.ADMIN_PASSWORD,
+      adminEmail: env.ADMIN_EMAIL ?? defaultAdminEmail(env.ADMIN_USERNAME),
+      keyEncryptionKey:
+        env.KEY_ENCRYPTION_KEY === undefined ? undefined : decodeKeyEncryptionKey(env.KEY_ENCRYPTION_KEY),
       accessTokenTtlSeconds: env.ACCESS_TOKEN_TTL_SECONDS,
       refreshTokenTtlSeconds: env.REFRESH_TOKEN_TTL_SECONDS,
       session: {

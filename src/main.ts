@@ -65,6 +65,8 @@ async function serve(config: Config): Promise<void> {
   } catch (err) {
     app.logger.fatal({ err }, 'start-up failed');
     await app.close().catch(() => undefined);
+    // A key-encryption key that does not open the stored signing keys is a configuration error found late.
+    if (err instanceof ConfigError) fail(err.message, EXIT.config);
     process.exit(EXIT.failure);
   }
 }
@@ -114,6 +116,7 @@ function printConfig(config: Config): void {
     auth: {
       ...config.auth,
       adminPassword: hide(config.auth.adminPassword),
+      keyEncryptionKey: config.auth.keyEncryptionKey && '***',
       ...(config.auth.oidc && { oidc: { ...config.auth.oidc, clientSecret: '***' } }),
     },
     authz:
@@ -162,6 +165,7 @@ async function main(argv: string[]): Promise<void> {
     else printConfig(config);
   } catch (err) {
     if (err instanceof UsageError) fail(err.message, EXIT.usage);
+    if (err instanceof ConfigError) fail(err.message, EXIT.config);
     throw err;
   }
 }

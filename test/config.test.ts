@@ -24,7 +24,15 @@ describe('configuration (DESIGN.md §3)', () => {
       redis: undefined,
       publicUrl: 'http://127.0.0.1:8000',
       trustProxy: false,
-      auth: { mode: 'token', provider: 'local', adminUsername: 'admin', adminPassword: undefined },
+      production: false,
+      auth: {
+        mode: 'token',
+        provider: 'local',
+        adminUsername: 'admin',
+        adminPassword: undefined,
+        adminEmail: 'admin@localhost.invalid',
+        keyEncryptionKey: undefined,
+      },
       authz: { provider: 'embedded' },
       llm: { provider: 'offline' },
       logLevel: 'info',
@@ -53,8 +61,13 @@ describe('configuration (DESIGN.md §3)', () => {
       LLM_MODEL: 'llama-3',
       ADMIN_USERNAME: 'root',
       ADMIN_PASSWORD: 'correct horse',
+      ADMIN_EMAIL: 'root@example.com',
+      KEY_ENCRYPTION_KEY: '00'.repeat(32),
+      NODE_ENV: 'production',
       LOG_LEVEL: 'debug',
     });
+    expect(config.production).toBe(true);
+    expect(config.auth).toMatchObject({ adminEmail: 'root@example.com', keyEncryptionKey: Buffer.alloc(32) });
     expect(config.ports).toEqual({ main: 9000, playground: 9001, builder: 9002 });
     expect(config.database).toEqual({ dialect: 'postgres', connectionString: 'postgres://u:p@db:5432/agent' });
     expect(config.auth.oidc).toEqual({
@@ -118,6 +131,21 @@ describe('configuration (DESIGN.md §3)', () => {
   it('refuses an OpenFGA store id that is not a ULID and a short admin password', () => {
     const problems = problemsOf({ OPENFGA_STORE_ID: 'store-1', ADMIN_PASSWORD: 'short' });
     expect(problems).toEqual(['OPENFGA_STORE_ID: must be a ULID', 'ADMIN_PASSWORD: must be at least 8 characters']);
+  });
+
+  it('requires KEY_ENCRYPTION_KEY in production and checks ADMIN_EMAIL and the key, never echoing the key', () => {
+    expect(problemsOf({ NODE_ENV: 'production' })).toEqual([
+      'KEY_ENCRYPTION_KEY: is required when NODE_ENV=production',
+    ]);
+    expect(loadConfig({ NODE_ENV: 'development' }).production).toBe(false);
+    const problems = problemsOf({ ADMIN_EMAIL: 'admin', KEY_ENCRYPTION_KEY: 'c2VjcmV0' });
+    expect(problems).toEqual([
+      'ADMIN_EMAIL: must be an email address',
+      'KEY_ENCRYPTION_KEY: must be 32 bytes written as base64, base64url or hex (openssl rand -base64 32)',
+    ]);
+    expect(problemsOf({ ADMIN_USERNAME: 'a..b' })).toEqual([
+      'ADMIN_EMAIL: is required: a..b@localhost.invalid, derived from ADMIN_USERNAME, is not an email address',
+    ]);
   });
 
   it('reads CONFIG_FILE and lets the environment override it', () => {

@@ -4,6 +4,7 @@ import type { Config } from '../config.js';
 import { type Db, createDb } from '../db/create-db.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { AppError } from '../errors.js';
+import { KeyEncryption } from '../modules/auth/index.js';
 import { KeyRing } from '../modules/auth/index.js';
 import { UsersService } from '../modules/users/users.service.js';
 
@@ -137,7 +138,9 @@ export async function usersCommand(config: Config, argv: string[], io: Io): Prom
 export async function keysCommand(config: Config, argv: string[], io: Io): Promise<void> {
   if (argv.length !== 1 || argv[0] !== 'rotate') throw new UsageError('Usage: agent-service keys rotate');
   await withDatabase(config, async (db) => {
-    const keys = new KeyRing(db.kysely, (config.auth.accessTokenTtlSeconds + 60) * 1000);
+    const keys = new KeyRing(db.kysely, (config.auth.accessTokenTtlSeconds + 60) * 1000, {
+      encryption: KeyEncryption.fromConfig(config),
+    });
     await keys.start();
     try {
       const kid = await keys.rotate();

@@ -2,6 +2,8 @@ import type { webcrypto } from 'node:crypto';
 import { type JWK, calculateJwkThumbprint, exportJWK, generateKeyPair, importJWK } from 'jose';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.js';
+import type { Logger } from '../../logger.js';
+import { type KeyEncryption, isSealed } from './key-encryption.js';
 
 type CryptoKey = webcrypto.CryptoKey;
 
@@ -22,25 +24,43 @@ const RELOAD_INTERVAL_MS = 60_000;
 /** An unknown `kid` triggers a reload at most this often, so forged headers cannot hammer the database. */
 const UNKNOWN_KID_RELOAD_MS = 10_000;
 
+export interface KeyRingOptions {
+  /** Encrypts the private keys at rest. */
+  encryption: KeyEncryption;
+  now?: () => Date;
+  logger?: Logger;
+}
+
 /**
  * The signing keys, shared by every instance through the database. The newest unretired key signs; retired keys
- * keep verifying until every token they signed has expired, so rotation logs nobody out.
+ * keep verifying until every token they signed has expired, so rotation logs nobody out. Private keys are stored
+ * encrypted (see key-encryption.ts).
  */
 export class KeyRing {
   #keys: LoadedKey[] = [];
   #loadedAt = 0;
   #loading: Promise<void> | undefined;
   #timer: NodeJS.Timeout | undefined;
+  private readonly encryption: KeyEncryption;
+  private readonly now: () => Date;
 
   constructor(
     private readonly db: Kysely<Database>,
     /** How long a retired key must keep verifying: the access-token lifetime plus clock leeway. */
     private readonly verifyRetiredForMs: number,
-    private readonly now: () => Date = () => new Date(),
-  ) {}
+    private readonly options: KeyRingOptions,
+  ) {
+    this.encryption = options.encryption;
+    this.now = options.now ?? (() => new Date());
+  }
 
-  /** Loads the keys, creating the first one if there is none, and keeps them fresh in the background. */
+  /**
+   * Loads the keys, creating the first one if there is none, and keeps them fresh in the background. Keys stored
+   * in plaintext by older versions are encrypted first. A key that does not decrypt (the wrong
+   * KEY_ENCRYPTION_KEY) stops start-up with a KeyDecryptionError.
+   */
   async start(): Promise<void> {
+    await this.#sealPlaintextKeys();
     await this.#reload();
     if (this.#keys.length === 0) {
       await this.#insertNewKey();
@@ -105,12 +125,29 @@ export class KeyRing {
         kid,
         alg: SIGNING_ALG,
         public_jwk: JSON.stringify(publicJwk),
-        private_jwk: JSON.stringify(await exportJWK(privateKey)),
+        private_jwk: this.encryption.seal(kid, JSON.stringify(await exportJWK(privateKey))),
         created_at: this.now().toISOString(),
         retired_at: null,
       })
       .execute();
     return kid;
+  }
+
+  /** Re-writes encrypted every private key an older version stored in plaintext; each row once, by one instance. */
+  async #sealPlaintextKeys(): Promise<void> {
+    const rows = await this.db.selectFrom('signing_keys').select(['kid', 'private_jwk']).execute();
+    let sealed = 0;
+    for (const row of rows.filter((r) => !isSealed(r.private_jwk))) {
+      const plaintext = this.encryption.open(row.kid, row.private_jwk);
+      const result = await this.db
+        .updateTable('signing_keys')
+        .set({ private_jwk: this.encryption.seal(row.kid, plaintext) })
+        .where('kid', '=', row.kid)
+        .where('private_jwk', '=', row.private_jwk)
+        .executeTakeFirst();
+      sealed += Number(result.numUpdatedRows);
+    }
+    if (sealed > 0) this.options.logger?.info({ keys: sealed }, 'signing keys stored in plaintext are now encrypted');
   }
 
   #reload(): Promise<void> {
@@ -123,7 +160,10 @@ export class KeyRing {
             kid: row.kid,
             publicJwk,
             publicKey: (await importJWK(publicJwk, SIGNING_ALG)) as CryptoKey,
-            privateKey: (await importJWK(JSON.parse(row.private_jwk) as JWK, SIGNING_ALG)) as CryptoKey,
+            privateKey: (await importJWK(
+              JSON.parse(this.encryption.open(row.kid, row.private_jwk)) as JWK,
+              SIGNING_ALG,
+            )) as CryptoKey,
             createdAt: row.created_at,
             retiredAt: row.retired_at,
           };
