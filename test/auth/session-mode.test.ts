@@ -35,12 +35,13 @@ describe('session mode: login and the session cookie', () => {
     const res = await login(app);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({
-      session_id: expect.stringMatching(/^[0-9a-f-]{36}\.[\w-]{43}$/) as unknown,
+      session_id: expect.stringMatching(/^[0-9a-f-]{36}$/) as unknown,
       user: { id: alice.id, username: 'alice', email: 'alice@example.com', roles: ['user'] },
       expires_at: new Date(clock.ms + 7_200_000).toISOString(),
     });
     const setCookie = res.headers.get('set-cookie')!;
-    expect(res.cookie).toBe(`session_id=${String(res.body.session_id)}`);
+    // The cookie carries the session id and, after a dot, the secret that proves it.
+    expect(res.cookie).toMatch(new RegExp(`^session_id=${String(res.body.session_id)}\\.[\\w-]{43}$`));
     expect(setCookie).toMatch(/; Path=\//);
     expect(setCookie).toMatch(/; HttpOnly/);
     expect(setCookie).toMatch(/; SameSite=Lax/);
@@ -148,8 +149,9 @@ describe('session mode: login and the session cookie', () => {
     expect(list.body).toMatchObject({ total: 2, max_concurrent: 5 });
     const sessions = list.body.sessions as { session_id: string; is_current: boolean }[];
     expect(sessions.map((s) => s.is_current)).toEqual([false, true]);
-    // The listed id is the public half: the cookie's secret half never appears.
-    expect(String(first.body.session_id).startsWith(`${sessions[0]!.session_id}.`)).toBe(true);
+    // The listed id is the one login answered with; the cookie's secret half never appears.
+    expect(sessions[0]!.session_id).toBe(first.body.session_id);
+    expect(first.cookie.startsWith(`session_id=${sessions[0]!.session_id}.`)).toBe(true);
 
     expect(
       (await call(app, 'DELETE', `/auth/sessions/${sessions[0]!.session_id}`, { cookie: bob.cookie })).status,
@@ -176,15 +178,16 @@ describe('session mode: secrets stay out of the logs', () => {
     apps.push(app);
     await createUser(app, 'alice');
     const { cookie, body } = await login(app);
-    const credential = String(body.session_id);
-    const [id] = credential.split('.');
+    const credential = cookie.slice('session_id='.length);
+    const id = String(body.session_id);
+    expect(credential.startsWith(`${id}.`)).toBe(true);
     await call(app, 'GET', '/auth/me', { cookie });
     await call(app, 'GET', `/auth/me?session_id=${encodeURIComponent(credential)}`, { cookie });
     await call(app, 'DELETE', `/auth/sessions/${encodeURIComponent(credential)}`, { cookie });
     const lines = logs.lines();
     expect(lines.some((l) => l.url === '/auth/sessions/:session_id')).toBe(true);
     const text = JSON.stringify(lines);
-    for (const secret of [PASSWORD, credential, id!]) expect(text).not.toContain(secret);
+    for (const secret of [PASSWORD, credential, id]) expect(text).not.toContain(secret);
   });
 });
 

@@ -40,7 +40,12 @@ export const TokenResponse = z
 
 export const SessionLoginResponse = z
   .object({
-    session_id: z.string().describe('Session credential; also set as the session_id cookie'),
+    session_id: z
+      .string()
+      .describe(
+        'The session id, as GET /auth/sessions lists it and DELETE /auth/sessions/{session_id} takes it. The ' +
+          '`session_id` cookie carries it with a secret appended (`<session_id>.<secret>`)',
+      ),
     user: LoginUser,
     expires_at: z.iso.datetime(),
   })
@@ -51,11 +56,15 @@ const LoginRequest = z
     username: z.string().min(1).max(254).describe('Username or email address'),
     password: z.string().min(1).max(1024).optional(),
     grant_type: z.enum(['password', 'refresh_token']).default('password'),
-    refresh_token: z.string().min(1).max(512).optional().describe('With grant_type refresh_token'),
+    refresh_token: z.string().optional().describe('With grant_type refresh_token'),
   })
   .meta({ id: 'LoginRequest' });
 
-const RefreshRequest = z.object({ refresh_token: z.string().min(1).max(512) }).meta({ id: 'RefreshRequest' });
+// Any string is checked as a token (an access token pasted by mistake is 401 like any other wrong token, not 400);
+// the body limit bounds its length.
+const RefreshRequest = z
+  .object({ refresh_token: z.string().describe('The refresh token of the last login or refresh') })
+  .meta({ id: 'RefreshRequest' });
 const Message = z.object({ message: z.string() }).meta({ id: 'Message' });
 
 const CurrentUser = z
@@ -148,7 +157,7 @@ export function loginResponse(req: Request, res: Response, result: LoginResult, 
     };
   }
   setSessionCookie(req, res, result.session, publicUrl);
-  return { session_id: result.session.credential, user: loginUser(result.user), expires_at: result.session.expiresAt };
+  return { session_id: result.session.id, user: loginUser(result.user), expires_at: result.session.expiresAt };
 }
 
 export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
@@ -197,13 +206,16 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         path: '/refresh',
         operationId: 'refreshToken',
         summary: 'Exchange a refresh token for a new token pair',
-        description: 'The refresh token is single-use: presenting a used one again revokes its whole session.',
+        description:
+          'The refresh token is single-use: presenting a used one again revokes its whole session. Any string that ' +
+          'is not a live refresh token (an access token, say) is refused with 401; only a missing or non-string ' +
+          '`refresh_token` is a 400.',
         tags: TAGS,
         access: 'public',
         request: { body: RefreshRequest },
         responses: {
           200: { description: 'New token pair', schema: TokenResponse },
-          401: { description: 'Invalid, expired or reused refresh token' },
+          401: { description: 'Not a valid refresh token: unknown, expired, reused, or another kind of token' },
         },
         handler: async ({ body, req }) => tokenPair(await auth.refresh(body.refresh_token, clientInfo(req))),
       }),
