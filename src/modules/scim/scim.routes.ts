@@ -23,13 +23,11 @@ import {
   ScimUserRequest,
   listResponseSchema,
 } from './scim.schemas.js';
-import type { ListQuery, ScimContext, ScimService } from './scim.service.js';
+import type { ListQuery, ResourceEndpoint, ScimContext, ScimService } from './scim.service.js';
 
 const TAGS = ['SCIM 2.0'];
 const JSON_OUT = { contentType: 'application/scim+json' };
 
-const ScimUserList = listResponseSchema(ScimUser, 'ScimUserListResponse');
-const ScimGroupList = listResponseSchema(ScimGroup, 'ScimGroupListResponse');
 const ScimDocumentList = listResponseSchema(ScimDocument, 'ScimDiscoveryListResponse');
 
 const startIndex = z.coerce
@@ -62,9 +60,6 @@ const ListQuerySchema = z.object({
   ...projection,
 });
 const ProjectionQuery = z.object(projection);
-
-const userParams = z.object({ user_id: z.string().max(256) });
-const groupParams = z.object({ group_id: z.string().max(256) });
 
 const errors = {
   400: {
@@ -135,16 +130,198 @@ function searchQuery(body: unknown): ListQuery {
   };
 }
 
+/** What the routes of one resource type say of it, in OpenAPI, beyond what its name gives. */
+interface ResourceDocs {
+  type: 'User' | 'Group';
+  /** The path parameter naming one resource. */
+  param: string;
+  resource: z.ZodType;
+  list: z.ZodType;
+  request: z.ZodType;
+  /** The attribute whose uniqueness a 409 defends. */
+  unique: string;
+  listDescription: string;
+  create: { description: string; conflict: string };
+  replace: { summary: string; description?: string };
+  patch: { summary: string; description?: string };
+  delete: { summary: string; description?: string; done: string };
+}
+
+const USERS: ResourceDocs = {
+  type: 'User',
+  param: 'user_id',
+  resource: ScimUser,
+  list: listResponseSchema(ScimUser, 'ScimUserListResponse'),
+  request: ScimUserRequest,
+  unique: 'userName',
+  listDescription:
+    'Filters run in the database (userName, emails and externalId comparisons use indexes). startIndex ≥ 1 ' +
+    `(default 1); count 1-${MAX_COUNT} (default ${DEFAULT_COUNT}).`,
+  create: {
+    description: 'A local user who can sign in with the password given here. userName is unique regardless of case.',
+    conflict: 'userName (or the sign-in email) is taken (scimType uniqueness)',
+  },
+  replace: {
+    summary: 'Replace a user',
+    description: 'Attributes left out are cleared, except password and active, which are kept.',
+  },
+  patch: {
+    summary: 'Change a user with PATCH operations',
+    description: 'active=false deactivates (as DELETE does); active=true reactivates.',
+  },
+  delete: {
+    summary: 'Deactivate a user',
+    description:
+      'The user is kept, inactive: sign-in, sessions and tokens stop working and authorization tuples are ' +
+      'removed. PATCH active=true reactivates and restores them.',
+    done: 'Deactivated',
+  },
+};
+
+const GROUPS: ResourceDocs = {
+  type: 'Group',
+  param: 'group_id',
+  resource: ScimGroup,
+  list: listResponseSchema(ScimGroup, 'ScimGroupListResponse'),
+  request: ScimGroupRequest,
+  unique: 'displayName',
+  listDescription: 'excludedAttributes=members skips loading members.',
+  create: {
+    description:
+      'The group is also named by a path (`/Display Name`, sanitized); its members get `group:<id>#member` tuples.',
+    conflict: 'A group with this displayName exists (scimType uniqueness)',
+  },
+  replace: { summary: 'Replace a group (its displayName, externalId and members)' },
+  patch: { summary: 'Change a group with PATCH operations (add, remove or replace members, rename)' },
+  delete: { summary: 'Delete a group and its membership tuples', done: 'Deleted' },
+};
+
+/**
+ * The routes of one resource type's endpoint (RFC 7644 §3): list, search, create, get, replace, patch and delete,
+ * each authorizing the caller before it asks `endpoint`.
+ */
+function resourceRoutes(
+  docs: ResourceDocs,
+  endpoint: ResourceEndpoint,
+  context: (req: Request) => Promise<ScimContext>,
+) {
+  const { type } = docs;
+  const plural = `${type}s`;
+  const noun = type.toLowerCase();
+  const one = `/${plural}/:${docs.param}`;
+  const params = z.object({ [docs.param]: z.string().max(256) });
+  // The schema above requires the parameter, so it is there.
+  const idOf = (values: Record<string, string>) => values[docs.param]!;
+  const found = { description: `The ${noun}`, schema: docs.resource, ...JSON_OUT };
+  const missing = { 404: { description: `No such ${noun}` } };
+  const taken = { 409: { description: `${docs.unique} taken` } };
+  const listed = { 200: { description: 'ListResponse', schema: docs.list, ...JSON_OUT }, ...errors };
+  const read = async <T>(req: Request, answer: () => Promise<T>) => {
+    await context(req);
+    return scim(200, await answer());
+  };
+  return [
+    defineRoute({
+      method: 'get',
+      path: `/${plural}`,
+      operationId: `scimList${plural}`,
+      summary: `${plural}, filtered, sorted and paged`,
+      description: docs.listDescription,
+      tags: TAGS,
+      access: 'authenticated',
+      request: { query: ListQuerySchema },
+      responses: listed,
+      handler: ({ query, req }) => read(req, () => endpoint.list(listQuery(query))),
+    }),
+    defineRoute({
+      method: 'post',
+      path: `/${plural}/.search`,
+      operationId: `scimSearch${plural}`,
+      summary: `${plural}, by a SearchRequest body (RFC 7644 §3.4.3)`,
+      tags: TAGS,
+      access: 'authenticated',
+      request: { body: ScimSearchRequest, bodyContentTypes: SCIM_BODY_TYPES },
+      responses: listed,
+      handler: ({ body, req }) => read(req, () => endpoint.list(searchQuery(body))),
+    }),
+    defineRoute({
+      method: 'post',
+      path: `/${plural}`,
+      operationId: `scimCreate${type}`,
+      summary: `Provision a ${noun}`,
+      description: docs.create.description,
+      tags: TAGS,
+      access: 'authenticated',
+      request: { body: docs.request, bodyContentTypes: SCIM_BODY_TYPES },
+      responses: {
+        201: { description: 'Created; Location names it', schema: docs.resource, ...JSON_OUT },
+        ...errors,
+        409: { description: docs.create.conflict },
+      },
+      handler: async ({ body, req }) => {
+        const resource = await endpoint.create(await context(req), body);
+        const location = (resource.meta as { location: string }).location;
+        return scim(201, resource, { Location: location });
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: one,
+      operationId: `scimGet${type}`,
+      summary: `One ${noun}`,
+      tags: TAGS,
+      access: 'authenticated',
+      request: { params, query: ProjectionQuery },
+      responses: { 200: found, ...errors, 404: { description: `No such ${noun} (scimType notFound)` } },
+      handler: ({ params, query, req }) => read(req, () => endpoint.get(idOf(params), projectionOf(query))),
+    }),
+    defineRoute({
+      method: 'put',
+      path: one,
+      operationId: `scimReplace${type}`,
+      ...docs.replace,
+      tags: TAGS,
+      access: 'authenticated',
+      request: { params, body: docs.request, bodyContentTypes: SCIM_BODY_TYPES },
+      responses: { 200: found, ...errors, ...missing, ...taken },
+      handler: async ({ params, body, req }) =>
+        scim(200, await endpoint.replace(await context(req), idOf(params), body)),
+    }),
+    defineRoute({
+      method: 'patch',
+      path: one,
+      operationId: `scimPatch${type}`,
+      ...docs.patch,
+      tags: TAGS,
+      access: 'authenticated',
+      request: { params, body: ScimPatchRequest, bodyContentTypes: SCIM_BODY_TYPES },
+      responses: { 200: found, ...errors, ...missing, ...taken },
+      handler: async ({ params, body, req }) => scim(200, await endpoint.patch(await context(req), idOf(params), body)),
+    }),
+    defineRoute({
+      method: 'delete',
+      path: one,
+      operationId: `scimDelete${type}`,
+      summary: docs.delete.summary,
+      ...(docs.delete.description !== undefined && { description: docs.delete.description }),
+      tags: TAGS,
+      access: 'authenticated',
+      request: { params },
+      responses: { 204: { description: docs.delete.done }, ...errors, ...missing },
+      handler: async ({ params, req }) => {
+        await endpoint.delete(await context(req), idOf(params));
+        return scim(204);
+      },
+    }),
+  ];
+}
+
 /** Every SCIM route answers SCIM errors (the group's area) and needs a caller who may provision. */
 export function scimRoutes(service: ScimService): RouteGroup {
   const context = async (req: Request): Promise<ScimContext> => {
     const caller = callerOf(req);
     await service.authorize(caller);
     return { caller, ip: req.ip ?? null, userAgent: req.get('User-Agent') ?? null };
-  };
-  const created = (resource: Record<string, unknown>) => {
-    const location = (resource.meta as { location: string }).location;
-    return scim(201, resource, { Location: location });
   };
 
   return {
@@ -228,240 +405,8 @@ export function scimRoutes(service: ScimService): RouteGroup {
         },
       }),
 
-      // Users
-      defineRoute({
-        method: 'get',
-        path: '/Users',
-        operationId: 'scimListUsers',
-        summary: 'Users, filtered, sorted and paged',
-        description:
-          'Filters run in the database (userName, emails and externalId comparisons use indexes). startIndex ≥ 1 ' +
-          `(default 1); count 1-${MAX_COUNT} (default ${DEFAULT_COUNT}).`,
-        tags: TAGS,
-        access: 'authenticated',
-        request: { query: ListQuerySchema },
-        responses: { 200: { description: 'ListResponse', schema: ScimUserList, ...JSON_OUT }, ...errors },
-        handler: async ({ query, req }) => {
-          await context(req);
-          return scim(200, await service.listUsers(listQuery(query)));
-        },
-      }),
-      defineRoute({
-        method: 'post',
-        path: '/Users/.search',
-        operationId: 'scimSearchUsers',
-        summary: 'Users, by a SearchRequest body (RFC 7644 §3.4.3)',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { body: ScimSearchRequest, bodyContentTypes: SCIM_BODY_TYPES },
-        responses: { 200: { description: 'ListResponse', schema: ScimUserList, ...JSON_OUT }, ...errors },
-        handler: async ({ body, req }) => {
-          await context(req);
-          return scim(200, await service.listUsers(searchQuery(body)));
-        },
-      }),
-      defineRoute({
-        method: 'post',
-        path: '/Users',
-        operationId: 'scimCreateUser',
-        summary: 'Provision a user',
-        description:
-          'A local user who can sign in with the password given here. userName is unique regardless of case.',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { body: ScimUserRequest, bodyContentTypes: SCIM_BODY_TYPES },
-        responses: {
-          201: { description: 'Created; Location names it', schema: ScimUser, ...JSON_OUT },
-          ...errors,
-          409: { description: 'userName (or the sign-in email) is taken (scimType uniqueness)' },
-        },
-        handler: async ({ body, req }) => created(await service.createUser(await context(req), body)),
-      }),
-      defineRoute({
-        method: 'get',
-        path: '/Users/:user_id',
-        operationId: 'scimGetUser',
-        summary: 'One user',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { params: userParams, query: ProjectionQuery },
-        responses: {
-          200: { description: 'The user', schema: ScimUser, ...JSON_OUT },
-          ...errors,
-          404: { description: 'No such user (scimType notFound)' },
-        },
-        handler: async ({ params, query, req }) => {
-          await context(req);
-          return scim(200, await service.getUser(params.user_id, projectionOf(query)));
-        },
-      }),
-      defineRoute({
-        method: 'put',
-        path: '/Users/:user_id',
-        operationId: 'scimReplaceUser',
-        summary: 'Replace a user',
-        description: 'Attributes left out are cleared, except password and active, which are kept.',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { params: userParams, body: ScimUserRequest, bodyContentTypes: SCIM_BODY_TYPES },
-        responses: {
-          200: { description: 'The user', schema: ScimUser, ...JSON_OUT },
-          ...errors,
-          404: { description: 'No such user' },
-          409: { description: 'userName taken' },
-        },
-        handler: async ({ params, body, req }) =>
-          scim(200, await service.replaceUser(await context(req), params.user_id, body)),
-      }),
-      defineRoute({
-        method: 'patch',
-        path: '/Users/:user_id',
-        operationId: 'scimPatchUser',
-        summary: 'Change a user with PATCH operations',
-        description: 'active=false deactivates (as DELETE does); active=true reactivates.',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { params: userParams, body: ScimPatchRequest, bodyContentTypes: SCIM_BODY_TYPES },
-        responses: {
-          200: { description: 'The user', schema: ScimUser, ...JSON_OUT },
-          ...errors,
-          404: { description: 'No such user' },
-          409: { description: 'userName taken' },
-        },
-        handler: async ({ params, body, req }) =>
-          scim(200, await service.patchUser(await context(req), params.user_id, body)),
-      }),
-      defineRoute({
-        method: 'delete',
-        path: '/Users/:user_id',
-        operationId: 'scimDeleteUser',
-        summary: 'Deactivate a user',
-        description:
-          'The user is kept, inactive: sign-in, sessions and tokens stop working and authorization tuples are ' +
-          'removed. PATCH active=true reactivates and restores them.',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { params: userParams },
-        responses: { 204: { description: 'Deactivated' }, ...errors, 404: { description: 'No such user' } },
-        handler: async ({ params, req }) => {
-          await service.deleteUser(await context(req), params.user_id);
-          return scim(204);
-        },
-      }),
-
-      // Groups
-      defineRoute({
-        method: 'get',
-        path: '/Groups',
-        operationId: 'scimListGroups',
-        summary: 'Groups, filtered, sorted and paged',
-        description: 'excludedAttributes=members skips loading members.',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { query: ListQuerySchema },
-        responses: { 200: { description: 'ListResponse', schema: ScimGroupList, ...JSON_OUT }, ...errors },
-        handler: async ({ query, req }) => {
-          await context(req);
-          return scim(200, await service.listGroups(listQuery(query)));
-        },
-      }),
-      defineRoute({
-        method: 'post',
-        path: '/Groups/.search',
-        operationId: 'scimSearchGroups',
-        summary: 'Groups, by a SearchRequest body (RFC 7644 §3.4.3)',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { body: ScimSearchRequest, bodyContentTypes: SCIM_BODY_TYPES },
-        responses: { 200: { description: 'ListResponse', schema: ScimGroupList, ...JSON_OUT }, ...errors },
-        handler: async ({ body, req }) => {
-          await context(req);
-          return scim(200, await service.listGroups(searchQuery(body)));
-        },
-      }),
-      defineRoute({
-        method: 'post',
-        path: '/Groups',
-        operationId: 'scimCreateGroup',
-        summary: 'Provision a group',
-        description:
-          'The group is also named by a path (`/Display Name`, sanitized); its members get `group:<id>#member` tuples.',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { body: ScimGroupRequest, bodyContentTypes: SCIM_BODY_TYPES },
-        responses: {
-          201: { description: 'Created; Location names it', schema: ScimGroup, ...JSON_OUT },
-          ...errors,
-          409: { description: 'A group with this displayName exists (scimType uniqueness)' },
-        },
-        handler: async ({ body, req }) => created(await service.createGroup(await context(req), body)),
-      }),
-      defineRoute({
-        method: 'get',
-        path: '/Groups/:group_id',
-        operationId: 'scimGetGroup',
-        summary: 'One group',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { params: groupParams, query: ProjectionQuery },
-        responses: {
-          200: { description: 'The group', schema: ScimGroup, ...JSON_OUT },
-          ...errors,
-          404: { description: 'No such group (scimType notFound)' },
-        },
-        handler: async ({ params, query, req }) => {
-          await context(req);
-          return scim(200, await service.getGroup(params.group_id, projectionOf(query)));
-        },
-      }),
-      defineRoute({
-        method: 'put',
-        path: '/Groups/:group_id',
-        operationId: 'scimReplaceGroup',
-        summary: 'Replace a group (its displayName, externalId and members)',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { params: groupParams, body: ScimGroupRequest, bodyContentTypes: SCIM_BODY_TYPES },
-        responses: {
-          200: { description: 'The group', schema: ScimGroup, ...JSON_OUT },
-          ...errors,
-          404: { description: 'No such group' },
-          409: { description: 'displayName taken' },
-        },
-        handler: async ({ params, body, req }) =>
-          scim(200, await service.replaceGroup(await context(req), params.group_id, body)),
-      }),
-      defineRoute({
-        method: 'patch',
-        path: '/Groups/:group_id',
-        operationId: 'scimPatchGroup',
-        summary: 'Change a group with PATCH operations (add, remove or replace members, rename)',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { params: groupParams, body: ScimPatchRequest, bodyContentTypes: SCIM_BODY_TYPES },
-        responses: {
-          200: { description: 'The group', schema: ScimGroup, ...JSON_OUT },
-          ...errors,
-          404: { description: 'No such group' },
-          409: { description: 'displayName taken' },
-        },
-        handler: async ({ params, body, req }) =>
-          scim(200, await service.patchGroup(await context(req), params.group_id, body)),
-      }),
-      defineRoute({
-        method: 'delete',
-        path: '/Groups/:group_id',
-        operationId: 'scimDeleteGroup',
-        summary: 'Delete a group and its membership tuples',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { params: groupParams },
-        responses: { 204: { description: 'Deleted' }, ...errors, 404: { description: 'No such group' } },
-        handler: async ({ params, req }) => {
-          await service.deleteGroup(await context(req), params.group_id);
-          return scim(204);
-        },
-      }),
+      ...resourceRoutes(USERS, service.endpoint('User'), context),
+      ...resourceRoutes(GROUPS, service.endpoint('Group'), context),
 
       defineRoute({
         method: 'post',

@@ -109,6 +109,17 @@ export interface ListResponse {
   Resources: JsonObject[];
 }
 
+/** What a client can do at a resource type's endpoint (RFC 7644 §3): the same for Users and Groups. */
+export interface ResourceEndpoint {
+  list(query: ListQuery): Promise<ListResponse>;
+  get(id: string, projection?: Projection): Promise<JsonObject>;
+  create(ctx: ScimContext, body: unknown): Promise<JsonObject>;
+  replace(ctx: ScimContext, id: string, body: unknown): Promise<JsonObject>;
+  patch(ctx: ScimContext, id: string, body: unknown): Promise<JsonObject>;
+  /** Users are deactivated, groups deleted. */
+  delete(ctx: ScimContext, id: string): Promise<void>;
+}
+
 /** The outcome of one Bulk operation; the routes render `error` as a SCIM error body. */
 export interface BulkResult {
   method: string;
@@ -152,6 +163,41 @@ function restorable(tuple: Tuple): boolean {
   const type = tuple.object.slice(0, tuple.object.indexOf(':'));
   return type !== 'role' && type !== 'group' && type !== 'service_principal';
 }
+
+/** How the service reads, lists and renders one resource type. */
+interface ResourceKind<L> {
+  resource: ResourceDef;
+  /** The attribute that costs a join, loaded only when the response returns it. */
+  expandable: string;
+  filters: FilterMapping;
+  sortable: Record<string, Column>;
+  count: (db: Kysely<Database>, where: store.Page['where']) => Promise<number>;
+  pageIds: (db: Kysely<Database>, page: store.Page) => Promise<string[]>;
+  load: (db: Kysely<Database>, ids: string[], expand: boolean) => Promise<L[]>;
+  render: (loaded: L, baseUrl: string) => JsonObject;
+}
+
+const USERS: ResourceKind<LoadedUser> = {
+  resource: USER_RESOURCE,
+  expandable: 'groups',
+  filters: store.USER_FILTERS,
+  sortable: store.USER_SORT,
+  count: store.countUsers,
+  pageIds: store.pageUserIds,
+  load: store.loadUsers,
+  render: renderUser,
+};
+
+const GROUPS: ResourceKind<LoadedGroup> = {
+  resource: GROUP_RESOURCE,
+  expandable: 'members',
+  filters: store.GROUP_FILTERS,
+  sortable: store.GROUP_SORT,
+  count: store.countGroups,
+  pageIds: store.pageGroupIds,
+  load: store.loadGroups,
+  render: renderGroup,
+};
 
 /** `/Display Name` for groups.name (the path-like group names the rest of the service uses). */
 export function groupPathFor(displayName: string, suffix = ''): string {
@@ -239,37 +285,28 @@ export class ScimService {
     };
   }
 
+  /** The operations of the `/Users` or `/Groups` endpoint, for the routes and Bulk. */
+  endpoint(type: ResourceDef['name']): ResourceEndpoint {
+    const plural = `${type}s` as const;
+    return {
+      list: (query) => this[`list${plural}`](query),
+      get: (id, projection) => this[`get${type}`](id, projection),
+      create: (ctx, body) => this[`create${type}`](ctx, body),
+      replace: (ctx, id, body) => this[`replace${type}`](ctx, id, body),
+      patch: (ctx, id, body) => this[`patch${type}`](ctx, id, body),
+      delete: (ctx, id) => this[`delete${type}`](ctx, id),
+    };
+  }
+
   // -------------------------------------------------------------------------------------------------------------
   // Users
 
-  async getUser(id: string, projection: Projection = {}): Promise<JsonObject> {
-    const loaded = await this.#loadUser(
-      id,
-      wants(USER_RESOURCE, 'groups', projection.attributes, projection.excludedAttributes),
-    );
-    return project(
-      USER_RESOURCE,
-      renderUser(loaded, this.baseUrl),
-      projection.attributes,
-      projection.excludedAttributes,
-    );
+  getUser(id: string, projection: Projection = {}): Promise<JsonObject> {
+    return this.#get(USERS, id, projection);
   }
 
-  async listUsers(query: ListQuery): Promise<ListResponse> {
-    const page = this.#page(query, USER_RESOURCE, store.USER_FILTERS, store.USER_SORT);
-    const [total, ids] = await Promise.all([store.countUsers(this.db, page.where), store.pageUserIds(this.db, page)]);
-    const loaded = await store.loadUsers(
-      this.db,
-      ids,
-      wants(USER_RESOURCE, 'groups', query.attributes, query.excludedAttributes),
-    );
-    return this.#listResponse(
-      query,
-      total,
-      loaded.map((l) =>
-        project(USER_RESOURCE, renderUser(l, this.baseUrl), query.attributes, query.excludedAttributes),
-      ),
-    );
+  listUsers(query: ListQuery): Promise<ListResponse> {
+    return this.#listOf(USERS, query);
   }
 
   async createUser(ctx: ScimContext, body: unknown): Promise<JsonObject> {
@@ -302,7 +339,7 @@ export class ScimService {
   }
 
   async replaceUser(ctx: ScimContext, id: string, body: unknown): Promise<JsonObject> {
-    const first = await this.#loadUser(id, false);
+    const first = await this.#load(USERS, id, false);
     await this.#protectAdmins(ctx, first.user);
     const state = parseUser(body);
     const hash = state.password === undefined ? undefined : await hashPassword(state.password);
@@ -311,7 +348,7 @@ export class ScimService {
 
   async patchUser(ctx: ScimContext, id: string, body: unknown): Promise<JsonObject> {
     const operations = parsePatchRequest(body);
-    const first = await this.#loadUser(id, true);
+    const first = await this.#load(USERS, id, true);
     await this.#protectAdmins(ctx, first.user);
     // A trial run checks the operations and yields a new password, which is hashed before the write takes its lock;
     // the write applies them again to the user as it is then.
@@ -340,12 +377,6 @@ export class ScimService {
     await this.#protectAdmins(ctx, existing);
     await this.#deactivate(existing);
     await this.#audit(ctx, 'scim.user.deleted', id, { deactivated: true });
-  }
-
-  async #loadUser(id: string, withGroups: boolean) {
-    const [loaded] = UUID.test(id) ? await store.loadUsers(this.db, [id], withGroups) : [];
-    if (!loaded) throw notFound('User', id);
-    return loaded;
   }
 
   /** A non-administrator provisioner must not take over an administrator's account (by setting its password). */
@@ -570,34 +601,12 @@ export class ScimService {
   // -------------------------------------------------------------------------------------------------------------
   // Groups
 
-  async getGroup(id: string, projection: Projection = {}): Promise<JsonObject> {
-    const loaded = await this.#loadGroup(
-      id,
-      wants(GROUP_RESOURCE, 'members', projection.attributes, projection.excludedAttributes),
-    );
-    return project(
-      GROUP_RESOURCE,
-      renderGroup(loaded, this.baseUrl),
-      projection.attributes,
-      projection.excludedAttributes,
-    );
+  getGroup(id: string, projection: Projection = {}): Promise<JsonObject> {
+    return this.#get(GROUPS, id, projection);
   }
 
-  async listGroups(query: ListQuery): Promise<ListResponse> {
-    const page = this.#page(query, GROUP_RESOURCE, store.GROUP_FILTERS, store.GROUP_SORT);
-    const [total, ids] = await Promise.all([store.countGroups(this.db, page.where), store.pageGroupIds(this.db, page)]);
-    const loaded = await store.loadGroups(
-      this.db,
-      ids,
-      wants(GROUP_RESOURCE, 'members', query.attributes, query.excludedAttributes),
-    );
-    return this.#listResponse(
-      query,
-      total,
-      loaded.map((l) =>
-        project(GROUP_RESOURCE, renderGroup(l, this.baseUrl), query.attributes, query.excludedAttributes),
-      ),
-    );
+  listGroups(query: ListQuery): Promise<ListResponse> {
+    return this.#listOf(GROUPS, query);
   }
 
   async createGroup(ctx: ScimContext, body: unknown): Promise<JsonObject> {
@@ -622,7 +631,7 @@ export class ScimService {
   }
 
   async replaceGroup(ctx: ScimContext, id: string, body: unknown): Promise<JsonObject> {
-    await this.#loadGroup(id, false);
+    await this.#load(GROUPS, id, false);
     const state = parseGroup(body);
     return this.#updateGroup(ctx, id, state, () => state, state.members, 'PUT');
   }
@@ -632,7 +641,7 @@ export class ScimService {
     // A trial run checks the operations; the write applies them again to the group as it is then.
     const apply = (current: LoadedGroup) =>
       parseGroup(applyPatch(GROUP_RESOURCE, renderGroup(current, this.baseUrl), operations).resource);
-    const predicted = apply(await this.#loadGroup(id, true));
+    const predicted = apply(await this.#load(GROUPS, id, true));
     // Members named by an add or replace get their tuple written even when already members: a retry of a
     // request whose tuple write failed then completes it.
     const named = new Set<string>();
@@ -652,12 +661,6 @@ export class ScimService {
     await this.db.transaction().execute((trx) => deleteGroup(trx, id));
     await this.deps.authz.removeAllFor(groupObject(id));
     await this.#audit(ctx, 'scim.group.deleted', null, { group_id: id });
-  }
-
-  async #loadGroup(id: string, withMembers: boolean) {
-    const [loaded] = UUID.test(id) ? await store.loadGroups(this.db, [id], withMembers) : [];
-    if (!loaded) throw notFound('Group', id);
-    return loaded;
   }
 
   #scimGroupRow(id: string, state: GroupState) {
@@ -766,9 +769,34 @@ export class ScimService {
   }
 
   // -------------------------------------------------------------------------------------------------------------
-  // Listing
+  // Reading and listing, the same for every resource type
 
-  #page(query: ListQuery, resource: ResourceDef, filters: FilterMapping, sortable: Record<string, Column>): store.Page {
+  /** One resource; with `expand`, its expandable attribute (a user's groups, a group's members) too. 404 if none. */
+  async #load<L>(kind: ResourceKind<L>, id: string, expand: boolean): Promise<L> {
+    const [loaded] = UUID.test(id) ? await kind.load(this.db, [id], expand) : [];
+    if (!loaded) throw notFound(kind.resource.name, id);
+    return loaded;
+  }
+
+  async #get<L>(kind: ResourceKind<L>, id: string, projection: Projection): Promise<JsonObject> {
+    const { attributes, excludedAttributes } = projection;
+    const loaded = await this.#load(kind, id, wants(kind.resource, kind.expandable, attributes, excludedAttributes));
+    return project(kind.resource, kind.render(loaded, this.baseUrl), attributes, excludedAttributes);
+  }
+
+  async #listOf<L>(kind: ResourceKind<L>, query: ListQuery): Promise<ListResponse> {
+    const { attributes, excludedAttributes } = query;
+    const page = this.#page(query, kind);
+    const [total, ids] = await Promise.all([kind.count(this.db, page.where), kind.pageIds(this.db, page)]);
+    const loaded = await kind.load(this.db, ids, wants(kind.resource, kind.expandable, attributes, excludedAttributes));
+    return this.#listResponse(
+      query,
+      total,
+      loaded.map((l) => project(kind.resource, kind.render(l, this.baseUrl), attributes, excludedAttributes)),
+    );
+  }
+
+  #page<L>(query: ListQuery, { resource, filters, sortable }: ResourceKind<L>): store.Page {
     const compiler = new FilterCompiler(filters, this.deps.db.dialect);
     const where = query.filter === undefined ? undefined : compiler.compile(parseFilter(query.filter));
     let order: store.Page['order'];
@@ -899,23 +927,23 @@ export class ScimService {
     const match = /^\/(Users|Groups)(?:\/([^/]+))?$/.exec(path);
     if (!match) throw invalidBulk(`path must be /Users, /Groups, /Users/{id} or /Groups/{id}, not ${path}`);
     const [, endpoint, id] = match as unknown as [string, 'Users' | 'Groups', string | undefined];
-    const users = endpoint === 'Users';
+    const operations = this.endpoint(endpoint === 'Users' ? 'User' : 'Group');
     if (op.method === 'POST') {
       if (id !== undefined) throw invalidBulk('POST targets /Users or /Groups, not one resource');
-      const resource = users ? await this.createUser(ctx, data) : await this.createGroup(ctx, data);
+      const resource = await operations.create(ctx, data);
       return { status: 201, location: (resource.meta as JsonObject).location as string };
     }
     if (id === undefined) throw invalidBulk(`${op.method} targets one resource: /${endpoint}/{id}`);
     const location = `${this.baseUrl}/${endpoint}/${id}`;
     switch (op.method) {
       case 'PUT':
-        await (users ? this.replaceUser(ctx, id, data) : this.replaceGroup(ctx, id, data));
+        await operations.replace(ctx, id, data);
         return { status: 200, location };
       case 'PATCH':
-        await (users ? this.patchUser(ctx, id, data) : this.patchGroup(ctx, id, data));
+        await operations.patch(ctx, id, data);
         return { status: 200, location };
       default:
-        await (users ? this.deleteUser(ctx, id) : this.deleteGroup(ctx, id));
+        await operations.delete(ctx, id);
         return { status: 204, location };
     }
   }
