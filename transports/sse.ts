@@ -11,6 +11,7 @@ import type { McpCore } from '../src/mcp/core.js';
 import { guardTransport } from '../src/mcp/guard.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { SERVER_INFO, authInfoFor } from '../src/mcp/server.js';
+import { openStreamSlot } from './stream-slot.js';
 
 interface Connection {
   transport: SSEServerTransport;
@@ -34,25 +35,20 @@ export class LegacySseConnections {
   async #open(req: Request, res: Response): Promise<void> {
     const { core, lifecycle } = this.deps;
     const caller = callerOf(req);
-    const release = core.policy.openStream(caller);
     const transport = new SSEServerTransport('/messages', res);
     const server = core.createServer();
     const id = transport.sessionId;
+    const slot = openStreamSlot({ policy: core.policy, metrics: core.metrics, lifecycle }, caller, {
+      server: 'sse',
+      endsWith: res,
+      onStop: () => void transport.close(),
+      onRelease: () => {
+        this.#connections.delete(id);
+        void server.close().catch(() => undefined);
+      },
+    });
     this.#connections.set(id, { transport, server, callerId: caller.subject });
-    core.metrics.connections.inc({ server: 'sse' });
-    const stopListening = lifecycle.onStop(() => void transport.close());
-    let closed = false;
-    const cleanUp = () => {
-      if (closed) return;
-      closed = true;
-      this.#connections.delete(id);
-      release();
-      stopListening();
-      core.metrics.connections.dec({ server: 'sse' });
-      void server.close().catch(() => undefined);
-    };
-    transport.onclose = cleanUp;
-    res.on('close', cleanUp);
+    transport.onclose = () => slot.release();
     await server.connect(transport);
     guardTransport(transport, { policy: core.policy, metrics: core.metrics, rateLimit: false });
     res.write(`event: connected\ndata: ${JSON.stringify({ session_id: id, server: SERVER_INFO })}\n\n`);

@@ -4,6 +4,7 @@ import type { App } from '../src/app.js';
 import { UnauthorizedError } from '../src/errors.js';
 import { guardTransport } from '../src/mcp/guard.js';
 import { type Caller, userSubject } from '../src/ports/caller.js';
+import { openStreamSlot } from './stream-slot.js';
 
 /**
  * Who a stdio session acts as. Whoever can start the process owns its database anyway, so by default it is the
@@ -40,7 +41,11 @@ export async function serveStdio(
     io.stdin.once('end', resolve);
     io.stdin.once('close', resolve);
   });
-  app.mcp.metrics.connections.inc({ server: 'stdio' });
+  // The process's one client: counted as a connection, but not against the caller's concurrent streams.
+  const slot = openStreamSlot({ policy: app.mcp.policy, metrics: app.mcp.metrics, lifecycle: app.lifecycle }, caller, {
+    server: 'stdio',
+    limited: false,
+  });
   await server.connect(transport);
   guardTransport(transport, {
     policy: app.mcp.policy,
@@ -50,6 +55,6 @@ export async function serveStdio(
   });
   app.logger.info({ user: caller.username }, 'serving MCP on stdio');
   await closed;
-  app.mcp.metrics.connections.dec({ server: 'stdio' });
+  slot.release();
   await server.close();
 }

@@ -14,6 +14,7 @@ import { BoundedEventStore } from '../src/mcp/event-store.js';
 import { guardTransport } from '../src/mcp/guard.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { authInfoFor } from '../src/mcp/server.js';
+import { openStreamSlot } from './stream-slot.js';
 
 interface Session {
   transport: StreamableHTTPServerTransport;
@@ -190,11 +191,10 @@ export class StreamableHttpSessions {
             const session = this.#sessionOf(req, res);
             if (!session) return;
             const caller = callerOf(req);
-            const release = core.policy.openStream(caller);
-            core.metrics.connections.inc({ server: 'streamable_http' });
-            res.on('close', () => {
-              release();
-              core.metrics.connections.dec({ server: 'streamable_http' });
+            // Sessions, and so their streams, are closed on shutdown by closeAll.
+            openStreamSlot({ policy: core.policy, metrics: core.metrics, lifecycle: this.options.lifecycle }, caller, {
+              server: 'streamable_http',
+              endsWith: res,
             });
             await session.transport.handleRequest(Object.assign(req, { auth: authInfoFor(caller) }), res);
           },

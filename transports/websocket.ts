@@ -19,6 +19,7 @@ import type { McpCore } from '../src/mcp/core.js';
 import { guardTransport } from '../src/mcp/guard.js';
 import { authInfoFor } from '../src/mcp/server.js';
 import { type Caller, userIdOf } from '../src/ports/caller.js';
+import { type StreamSlot, openStreamSlot } from './stream-slot.js';
 
 export const WEBSOCKET_PATH = '/mcp/ws';
 const HEARTBEAT_MS = 30_000;
@@ -224,7 +225,8 @@ export class WebSocketEndpoint {
   readonly #sockets = new Set<WebSocket>();
   /** Sockets upgraded with `?auth=message` that have not authenticated yet. */
   readonly #pending = new Set<WebSocket>();
-  readonly #heartbeat: NodeJS.Timeout;
+  /** Sockets that answered the last ping (or have not been pinged yet). */
+  readonly #alive = new WeakSet<WebSocket>();
 
   constructor(private readonly deps: WebSocketDeps) {
     this.#wss = new WebSocketServer({
@@ -234,27 +236,42 @@ export class WebSocketEndpoint {
       // is offered (a `bearer.<token>`) is never echoed.
       handleProtocols: (protocols) => (protocols.has(MCP_SUBPROTOCOL) ? MCP_SUBPROTOCOL : false),
     });
-    const alive = new WeakSet<WebSocket>();
-    this.#heartbeat = setInterval(() => {
-      for (const socket of this.#sockets) {
-        if (!alive.has(socket)) {
-          socket.terminate();
-          continue;
-        }
-        alive.delete(socket);
-        socket.ping();
-      }
-    }, HEARTBEAT_MS);
-    this.#heartbeat.unref();
     this.#wss.on('connection', (socket: WebSocket) => {
-      alive.add(socket);
-      socket.on('pong', () => alive.add(socket));
+      this.#alive.add(socket);
+      socket.on('pong', () => this.#alive.add(socket));
     });
-    deps.lifecycle.onStop(() => this.close());
+    // Served sockets close through their stream slots; these have none yet.
+    deps.lifecycle.onStop(() => {
+      for (const socket of this.#pending) socket.close(1001, 'server shutting down');
+    });
   }
 
   get size(): number {
     return this.#sockets.size;
+  }
+
+  /**
+   * The stream slot of a connection, opened (and refused over the caller's limit) before the upgrade completes;
+   * `socketOf` gives its WebSocket once there is one. The slot closes the socket on shutdown, pings it, and ends
+   * it when it stops answering.
+   */
+  #openSlot(caller: Caller, endsWith: Duplex | WebSocket, socketOf: () => WebSocket | undefined): StreamSlot {
+    const { core, lifecycle } = this.deps;
+    return openStreamSlot({ policy: core.policy, metrics: core.metrics, lifecycle }, caller, {
+      server: 'websocket',
+      endsWith,
+      onStop: () => socketOf()?.close(1001, 'server shutting down'),
+      heartbeat: {
+        intervalMs: HEARTBEAT_MS,
+        beat: () => {
+          const socket = socketOf();
+          if (!socket) return;
+          if (!this.#alive.has(socket)) return socket.terminate();
+          this.#alive.delete(socket);
+          socket.ping();
+        },
+      },
+    });
   }
 
   /** Takes the upgrade if it is for `/mcp/ws`; returns false otherwise. */
@@ -265,13 +282,13 @@ export class WebSocketEndpoint {
   }
 
   async #accept(req: IncomingMessage, socket: Duplex, head: Buffer): Promise<void> {
-    const { core, lifecycle } = this.deps;
+    const { lifecycle } = this.deps;
     const requestId = requestIdOf(req);
     // Node stops watching the socket once it is handed over for an upgrade: a reset before `ws` takes it over
     // must not go unhandled.
     const onError = () => socket.destroy();
     socket.on('error', onError);
-    let release: (() => void) | undefined;
+    let slot: StreamSlot | undefined;
     try {
       if (lifecycle.phase !== 'running')
         throw new ServiceUnavailableError('The service is not running', {
@@ -296,19 +313,20 @@ export class WebSocketEndpoint {
         return;
       }
       const caller = await this.deps.resolveCaller(credential.headers);
-      const slot = core.policy.openStream(caller);
-      release = slot;
+      let upgraded: WebSocket | undefined;
+      const held = this.#openSlot(caller, socket, () => upgraded);
+      slot = held;
       // The client may have gone while its credential was checked, or `ws` may still refuse the handshake:
-      // either way the stream slot goes back.
-      if (socket.destroyed) return slot();
-      socket.once('close', slot);
+      // either way the stream slot goes back (when the socket closes).
+      if (socket.destroyed) return held.release();
       socket.off('error', onError);
       this.#wss.handleUpgrade(req, socket, head, (ws) => {
+        upgraded = ws;
         this.#wss.emit('connection', ws, req);
-        void this.#serve(ws, caller, slot, []);
+        void this.#serve(ws, caller, held, []);
       });
     } catch (thrown) {
-      release?.();
+      slot?.release();
       this.#refuse(socket, thrown, requestId);
     }
   }
@@ -333,7 +351,7 @@ export class WebSocketEndpoint {
    * limit). Messages sent while the token is checked are kept and delivered once it is accepted.
    */
   #awaitAuthMessage(ws: WebSocket, requestId: string): void {
-    const { core, logger } = this.deps;
+    const { logger } = this.deps;
     this.#pending.add(ws);
     const early: Buffer[] = [];
     let received = false;
@@ -379,10 +397,10 @@ export class WebSocketEndpoint {
         .resolveCaller({ authorization: `Bearer ${token}` })
         .then((caller) => {
           if (ws.readyState !== ws.OPEN) return settle();
-          const release = core.policy.openStream(caller);
+          const slot = this.#openSlot(caller, ws, () => ws);
           settle();
           ws.send(JSON.stringify({ type: 'auth_success', user_id: userIdOf(caller) ?? caller.subject }));
-          void this.#serve(ws, caller, release, early);
+          void this.#serve(ws, caller, slot, early);
         })
         .catch(refuse);
     };
@@ -390,10 +408,9 @@ export class WebSocketEndpoint {
     ws.once('close', settle);
   }
 
-  async #serve(ws: WebSocket, caller: Caller, release: () => void, early: Buffer[]): Promise<void> {
+  async #serve(ws: WebSocket, caller: Caller, slot: StreamSlot, early: Buffer[]): Promise<void> {
     const { core } = this.deps;
     this.#sockets.add(ws);
-    core.metrics.connections.inc({ server: 'websocket' });
     const server = core.createServer();
     const transport = new WebSocketServerTransport(ws, authInfoFor(caller));
     // A connection outlives no credential: it closes when the token it was opened with expires.
@@ -405,8 +422,7 @@ export class WebSocketEndpoint {
     ws.once('close', () => {
       this.#sockets.delete(ws);
       clearTimeout(expiry);
-      release();
-      core.metrics.connections.dec({ server: 'websocket' });
+      slot.release();
       void server.close().catch(() => undefined);
     });
     await server.connect(transport);
@@ -415,7 +431,6 @@ export class WebSocketEndpoint {
   }
 
   close(): void {
-    clearInterval(this.#heartbeat);
     for (const socket of [...this.#sockets, ...this.#pending]) socket.close(1001, 'server shutting down');
   }
 }

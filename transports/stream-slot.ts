@@ -1,0 +1,67 @@
+import type { EventEmitter } from 'node:events';
+import type { Lifecycle } from '../src/lifecycle.js';
+import type { McpMetrics } from '../src/mcp/metrics.js';
+import type { McpPolicy } from '../src/mcp/policy.js';
+import type { Caller } from '../src/ports/caller.js';
+
+/** The wires, as the connections gauge labels them. */
+export type StreamServer = 'rest' | 'sse' | 'streamable_http' | 'websocket' | 'stdio';
+
+export interface StreamSlotDeps {
+  policy: Pick<McpPolicy, 'openStream'>;
+  metrics: Pick<McpMetrics, 'connections'>;
+  lifecycle: Pick<Lifecycle, 'onStop'>;
+}
+
+export interface StreamSlotOptions {
+  server: StreamServer;
+  /** Whether the stream takes one of the caller's concurrent streams (the default); stdio's one client does not. */
+  limited?: boolean;
+  /** The client's end of the stream (a response, a socket): when it closes, the slot is released. */
+  endsWith?: Pick<EventEmitter, 'once' | 'off'>;
+  /** Winds the stream down when the service begins to stop (close the socket, end the response). */
+  onStop?: () => void;
+  /** Runs once when the slot is released, after the bookkeeping: the wire's own cleanup. */
+  onRelease?: () => void;
+  /** Keeps the stream alive (and finds dead peers): `beat` runs every `intervalMs` while the slot is held. */
+  heartbeat?: { intervalMs: number; beat: () => void };
+}
+
+/** An open stream's hold on the caller's stream budget, the connections gauge and the shutdown hooks. */
+export interface StreamSlot {
+  /** Aborted when the stream should end: the service begins to stop, the client went away, or it was released. */
+  readonly signal: AbortSignal;
+  /** Gives everything back, exactly once however often it is called. */
+  release(): void;
+}
+
+/**
+ * Opens one stream for the caller on any wire: reserves one of its concurrent streams (throwing the policy's 429
+ * beyond the limit, before anything else is taken), counts the connection by wire, hooks the stream to shutdown
+ * and to its client's going away, and runs its heartbeat. `release()` undoes all of it once.
+ */
+export function openStreamSlot(deps: StreamSlotDeps, caller: Caller, options: StreamSlotOptions): StreamSlot {
+  const releaseStream = options.limited === false ? () => undefined : deps.policy.openStream(caller);
+  const labels = { server: options.server };
+  deps.metrics.connections.inc(labels);
+  const controller = new AbortController();
+  const stopListening = deps.lifecycle.onStop(() => {
+    controller.abort();
+    options.onStop?.();
+  });
+  const heartbeat = options.heartbeat && setInterval(options.heartbeat.beat, options.heartbeat.intervalMs).unref();
+  let released = false;
+  const release = () => {
+    if (released) return;
+    released = true;
+    releaseStream();
+    deps.metrics.connections.dec(labels);
+    stopListening();
+    clearInterval(heartbeat);
+    options.endsWith?.off('close', release);
+    controller.abort();
+    options.onRelease?.();
+  };
+  options.endsWith?.once('close', release);
+  return { signal: controller.signal, release };
+}
