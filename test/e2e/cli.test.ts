@@ -222,7 +222,7 @@ describe('agent-service command line', () => {
     }
     const unknown = run(['users', 'set-password', 'nobody'], env);
     expect(await unknown.exited).toBe(64);
-  });
+  }, 60_000); // seven processes, each starting through tsx
 
   it('rotates the signing key, keeping the old one in the key set', async () => {
     const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-cli-')), 'agent.db');
