@@ -36,7 +36,7 @@ import { McpCore } from './mcp/core.js';
 import { createMcpMetrics } from './mcp/metrics.js';
 import { McpPolicy, toolObject } from './mcp/policy.js';
 import { ToolExecutor } from './mcp/tools.js';
-import type { Agent } from './modules/agent/agent.port.js';
+import { type Agent, ChatTurnService } from './modules/agent/index.js';
 import { ConversationsService } from './modules/conversations/index.js';
 import { getSetting, putSetting } from './modules/system/index.js';
 import { auditRoutes } from './modules/audit/index.js';
@@ -235,8 +235,9 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     if (!agent) throw new Error('the agent is not started');
     return agent;
   };
+  const chat = new ChatTurnService({ agent: agentRef, admission: policy });
   const executor = new ToolExecutor(
-    { services: { logger, authz, conversations, search, agent: agentRef }, policy, metrics: mcpMetrics },
+    { services: { logger, authz, conversations, search, chat }, policy, metrics: mcpMetrics },
     TOOLS,
   );
   const mcp = new McpCore({
@@ -328,7 +329,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         }),
         apiKeyRoutes(apiKeys),
         ...servicePrincipalRoutes(principals),
-        ...restRoutes({ core: mcp, agent: agentRef, lifecycle }),
+        ...restRoutes({ core: mcp, chat, lifecycle }),
         streamable.routes(),
         ...sse.routes(),
         // ROUTES: route groups of further modules go here, one line each.

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { runToCompletion } from '../src/modules/agent/agent.port.js';
 import { defineTool, textResult } from '../src/mcp/tools.js';
 import { messageResponseShape } from './message-response.js';
 
@@ -19,14 +18,16 @@ export const agentChat = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   forAgent: false,
   handler: async ({ message, conversation_id, max_steps }, context) => {
-    const response = await runToCompletion(context.agent(), {
-      caller: context.caller,
-      message,
-      mode: 'agent',
-      maxSteps: max_steps,
-      signal: context.signal,
-      ...(conversation_id && { conversationId: conversation_id }),
-    });
+    const response = await context.chat.complete(
+      {
+        caller: context.caller,
+        query: message,
+        useTools: true,
+        maxSteps: max_steps,
+        ...(conversation_id && { conversationId: conversation_id }),
+      },
+      context.signal,
+    );
     return textResult(response.response, { ...response });
   },
 });

@@ -1,5 +1,4 @@
 import { z } from 'zod';
-import { runToCompletion } from '../src/modules/agent/agent.port.js';
 import { defineTool, textResult } from '../src/mcp/tools.js';
 import { messageResponseShape } from './message-response.js';
 
@@ -25,13 +24,15 @@ export const chat = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   forAgent: false,
   handler: async ({ query, conversation_id, use_tools }, context) => {
-    const response = await runToCompletion(context.agent(), {
-      caller: context.caller,
-      message: query,
-      mode: use_tools ? 'agent' : 'chat',
-      signal: context.signal,
-      ...(conversation_id && { conversationId: conversation_id }),
-    });
+    const response = await context.chat.complete(
+      {
+        caller: context.caller,
+        query,
+        useTools: use_tools,
+        ...(conversation_id && { conversationId: conversation_id }),
+      },
+      context.signal,
+    );
     return textResult(response.response, { ...response });
   },
 });

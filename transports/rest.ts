@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { BadRequestError, ForbiddenError, NotFoundError, RateLimitError, toAppError } from '../src/errors.js';
+import { BadRequestError, NotFoundError } from '../src/errors.js';
 import { callerOf } from '../src/http/authenticate.js';
 import { mcpErrorCode } from '../src/http/render-errors.js';
 import { type RouteDefinition, type RouteGroup, defineRoute } from '../src/http/route.js';
@@ -9,19 +9,19 @@ import type { McpCore } from '../src/mcp/core.js';
 import { JsonRpcError } from '../src/mcp/direct-transport.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { NOT_FOUND_DATA, SERVER_CAPABILITIES, SERVER_INFO } from '../src/mcp/server.js';
-import { REFUSAL_META, type Refusal } from '../src/mcp/tools.js';
-import { type Agent, type AgentEvent, type AgentTurn, runToCompletion } from '../src/modules/agent/agent.port.js';
+import type { ChatTurnRequest, ChatTurnService } from '../src/modules/agent/index.js';
 import type { Caller } from '../src/ports/caller.js';
+import { openStreamSlot } from './stream-slot.js';
 
 /**
  * The spec's REST-style MCP endpoints (`POST /mcp/<method>`, `/mcp/message`) and the transport-level ones
  * (`POST /message`, `GET /tools`, `GET /resources`, `GET /`). Each is a thin adapter: it admits the request at the
- * policy point and hands it to the shared MCP server, or, for messages, to the agent.
+ * policy point and hands it to the shared MCP server, or, for messages, to the chat-turn service.
  */
 
 export interface RestDeps {
   core: McpCore;
-  agent: () => Agent;
+  chat: ChatTurnService;
   lifecycle: Lifecycle;
 }
 
@@ -76,10 +76,15 @@ async function admitted(core: McpCore, req: Request, res: Response): Promise<Cal
   return caller;
 }
 
-/** Maps a JSON-RPC error from the server to the MCP error body's HTTP status. */
-async function call(core: McpCore, caller: Caller, method: string, params?: Record<string, unknown>): Promise<unknown> {
+/** One MCP request on the caller's behalf through the shared server. */
+function call(core: McpCore, caller: Caller, method: string, params?: Record<string, unknown>): Promise<unknown> {
+  return answered(core.request(caller, method, params));
+}
+
+/** The server's answer, with a JSON-RPC error mapped to the MCP error body's HTTP status. */
+async function answered<T>(request: Promise<T>): Promise<T> {
   try {
-    return await core.request(caller, method, params);
+    return await request;
   } catch (error) {
     if (error instanceof JsonRpcError) {
       // -32002: no such resource; data.status 404: an argument names something the caller may not see.
@@ -91,30 +96,6 @@ async function call(core: McpCore, caller: Caller, method: string, params?: Reco
   }
 }
 
-/** A tool call refused by the policy point is an HTTP 403 or 429 here, not a 200 with a tool error. */
-function refusalOf(result: unknown): Refusal | undefined {
-  const meta = (result as { _meta?: Record<string, unknown> } | undefined)?._meta;
-  return meta?.[REFUSAL_META] as Refusal | undefined;
-}
-
-function refusalError(refusal: Refusal, message: string) {
-  if (refusal.status === 429)
-    return new RateLimitError(message, refusal.retryAfter ?? 1, {
-      code: 'RATE_LIMIT',
-      ...(refusal.headers && { headers: refusal.headers }),
-    });
-  return new ForbiddenError(message, { code: 'AUTH_ACCESS_DENIED' });
-}
-
-function withContext(query: string, context: Record<string, unknown> | undefined): string {
-  return context && Object.keys(context).length > 0
-    ? `${query}\n\nContext:\n${JSON.stringify(context, null, 2)}`
-    : query;
-}
-
-/** One chat turn as the agent takes it, less who asks and how it is cancelled. */
-type ChatInput = Pick<AgentTurn, 'message' | 'mode' | 'conversationId'>;
-
 /**
  * Streams one chat turn: `content_start`, `content_delta`…, `content_end`, `message_complete`, or an `error` event.
  * The turn is cancelled when the client goes away or the service shuts down.
@@ -123,15 +104,14 @@ async function streamTurn(
   deps: RestDeps,
   req: Request,
   res: Response,
-  caller: Caller,
-  input: ChatInput,
+  turn: ChatTurnRequest,
   format: 'sse' | 'ndjson',
 ) {
-  const release = deps.core.policy.openStream(caller);
-  const controller = new AbortController();
-  const stopListening = deps.lifecycle.onStop(() => controller.abort());
-  res.on('close', () => controller.abort());
-  deps.core.metrics.connections.inc({ server: 'rest' });
+  const { core, lifecycle } = deps;
+  const slot = openStreamSlot({ policy: core.policy, metrics: core.metrics, lifecycle }, turn.caller, {
+    server: 'rest',
+    endsWith: res,
+  });
   res.status(200).set({
     'Content-Type': format === 'sse' ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
     'Cache-Control': 'no-cache',
@@ -143,32 +123,27 @@ async function streamTurn(
       res.write(format === 'sse' ? `data: ${JSON.stringify(event)}\n\n` : `${JSON.stringify(event)}\n`);
   };
   try {
-    write({ type: 'content_start' });
-    const events: AsyncIterable<AgentEvent> = deps.agent().run({ caller, ...input, signal: controller.signal });
-    for await (const event of events) {
-      if (event.type === 'delta') write({ type: 'content_delta', delta: event.text });
-      else if (event.type === 'done') {
-        write({ type: 'content_end' });
-        const { conversation_id, model, usage } = event.response;
-        write({ type: 'message_complete', conversation_id, model, usage });
+    for await (const event of deps.chat.stream(turn, slot.signal)) {
+      switch (event.type) {
+        case 'error': {
+          const { error } = event;
+          if (error.status >= 500) req.log.error({ err: error.cause ?? error }, 'message stream failed');
+          write({
+            type: 'error',
+            error: { code: mcpErrorCode(error), message: error.expose ? error.message : 'Internal error' },
+          });
+          break;
+        }
+        // This stream carries the answer only.
+        case 'tool_call':
+        case 'tool_result':
+          break;
+        default:
+          write(event);
       }
     }
-  } catch (thrown) {
-    if (!controller.signal.aborted) {
-      const error = toAppError(thrown);
-      if (error.status >= 500) req.log.error({ err: error.cause ?? error }, 'message stream failed');
-      write({
-        type: 'error',
-        error: {
-          code: mcpErrorCode(error),
-          message: error.expose ? error.message : 'Internal error',
-        },
-      });
-    }
   } finally {
-    release();
-    stopListening();
-    deps.core.metrics.connections.dec({ server: 'rest' });
+    slot.release();
     res.end();
   }
 }
@@ -182,18 +157,19 @@ async function message(
   format: 'json' | 'sse' | 'ndjson',
 ) {
   const caller = await admitted(deps.core, req, res);
-  await deps.core.policy.admitToolCall(caller, 'chat');
-  const input: ChatInput = {
-    message: withContext(body.query, body.context),
-    // Every chat entry point offers the caller's tools unless asked not to.
-    mode: body.use_tools ? 'agent' : 'chat',
+  await deps.chat.admit(caller);
+  const turn: ChatTurnRequest = {
+    caller,
+    query: body.query,
+    useTools: body.use_tools,
+    ...(body.context && { context: body.context }),
     ...(body.conversation_id && { conversationId: body.conversation_id }),
   };
   if (format !== 'json') {
-    await streamTurn(deps, req, res, caller, input, format);
+    await streamTurn(deps, req, res, turn, format);
     return undefined;
   }
-  return runToCompletion(deps.agent(), { caller, ...input });
+  return deps.chat.complete(turn);
 }
 
 function mcpMethod(
@@ -273,13 +249,10 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
         },
         handler: async ({ body, req, res }) => {
           const caller = await admitted(core, req, res);
-          const result = await call(core, caller, 'tools/call', body.params as Record<string, unknown>);
-          const refusal = refusalOf(result);
-          if (refusal) {
-            const text = (result as { content?: { text?: string }[] }).content?.[0]?.text ?? 'Refused';
-            throw refusalError(refusal, text);
-          }
-          return result;
+          const outcome = await answered(core.callTool(caller, body.params as Record<string, unknown>));
+          // A refused call is an HTTP 403 or 429 here, not a 200 with a tool error.
+          if (outcome.kind === 'refused') throw outcome.error;
+          return outcome.result;
         },
       }),
       mcpMethod(deps, '/resources/list', 'resources/list', 'List resources', anyObject),

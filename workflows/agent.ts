@@ -2,13 +2,9 @@ import { Annotation, END, type LangGraphRunnableConfig, START, StateGraph } from
 import type { ChatMessage, LlmProvider, ToolCall, ToolSpec, Usage } from '../src/adapters/llm/port.js';
 import type { Logger } from '../src/logger.js';
 import type { ToolExecutor } from '../src/mcp/tools.js';
-import { type Agent, type AgentEvent, type AgentTurn, toUsage } from '../src/modules/agent/agent.port.js';
+import { type Agent, type AgentEvent, type AgentTurn, toUsage } from '../src/modules/agent/index.js';
 import { subjectOf } from '../src/ports/subjects.js';
-import {
-  type ConversationsService,
-  type NewMessage,
-  toChatMessage,
-} from '../src/modules/conversations/index.js';
+import { type ConversationsService, type NewMessage, toChatMessage } from '../src/modules/conversations/index.js';
 import type { Checkpointer } from './checkpointer.js';
 
 const SYSTEM_PROMPT =

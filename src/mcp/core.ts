@@ -1,11 +1,14 @@
+import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../logger.js';
 import type { Caller } from '../ports/caller.js';
 import { DirectTransport } from './direct-transport.js';
 import { guardTransport } from './guard.js';
 import type { McpMetrics } from './metrics.js';
 import type { McpPolicy } from './policy.js';
-import { type McpServerDeps, authInfoFor, createMcpServer } from './server.js';
+import { type McpServerDeps, authInfoFor, authInfoHearingRefusals, createMcpServer } from './server.js';
+import type { ToolOutcome, ToolRefusal } from './tools.js';
 
 /**
  * The MCP core every wire adapts: servers for connection-based wires (one per session or connection), and one
@@ -31,7 +34,25 @@ export class McpCore {
   }
 
   /** One MCP request on the caller's behalf through the shared server (REST-style endpoints). */
-  async request(caller: Caller, method: string, params?: Record<string, unknown>): Promise<unknown> {
+  request(caller: Caller, method: string, params?: Record<string, unknown>): Promise<unknown> {
+    return this.#request(method, params, authInfoFor(caller));
+  }
+
+  /**
+   * One `tools/call` through the shared server: its result, or the refusal of the call, which the REST-style
+   * endpoints render as an HTTP status rather than as the tool error MCP clients get.
+   */
+  async callTool(caller: Caller, params: Record<string, unknown>): Promise<ToolOutcome> {
+    const heard: { refusal?: ToolRefusal } = {};
+    const result = await this.#request(
+      'tools/call',
+      params,
+      authInfoHearingRefusals(caller, (refusal) => (heard.refusal = refusal)),
+    );
+    return heard.refusal ?? { kind: 'completed', result: result as CallToolResult };
+  }
+
+  async #request(method: string, params: Record<string, unknown> | undefined, authInfo: AuthInfo): Promise<unknown> {
     this.#shared ??= (async () => {
       const server = this.createServer();
       await server.connect(this.#direct);
@@ -40,7 +61,7 @@ export class McpCore {
       return server;
     })();
     await this.#shared;
-    return this.#direct.request(method, params, authInfoFor(caller));
+    return this.#direct.request(method, params, authInfo);
   }
 
   async close(): Promise<void> {

@@ -9,7 +9,7 @@ import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
 import type { McpPolicy } from './policy.js';
-import type { ToolDefinition, ToolExecutor } from './tools.js';
+import { type ToolDefinition, type ToolExecutor, type ToolRefusal, refusalResult } from './tools.js';
 
 export const SERVER_INFO = { name: SERVICE_NAME, version: SERVICE_VERSION, title: 'Agent Service' };
 
@@ -45,6 +45,19 @@ export function authInfoFor(caller: Caller, token = ''): AuthInfo {
     ...(caller.expiresAt !== undefined && { expiresAt: caller.expiresAt }),
     extra: { caller },
   };
+}
+
+/** Who hears of the refused tool calls of an in-process request, by the request's AuthInfo. */
+const refusalListeners = new WeakMap<AuthInfo, (refusal: ToolRefusal) => void>();
+
+/**
+ * AuthInfo for an in-process request (the REST-style endpoints) that renders a refused tool call itself: the
+ * server tells `onRefusal` of it besides answering with the tool error, so nothing private goes in the answer.
+ */
+export function authInfoHearingRefusals(caller: Caller, onRefusal: (refusal: ToolRefusal) => void): AuthInfo {
+  const authInfo = authInfoFor(caller);
+  refusalListeners.set(authInfo, onRefusal);
+  return authInfo;
 }
 
 function callerFrom(extra: { authInfo?: AuthInfo }, fallback: Caller | undefined): Caller | undefined {
@@ -101,10 +114,13 @@ export function createMcpServer(deps: McpServerDeps, fallbackCaller?: Caller): M
       async (args: unknown, extra) => {
         const caller = callerFrom(extra, fallbackCaller);
         if (!caller) return unauthenticated;
-        return deps.executor.run(tool, args, caller, {
+        const outcome = await deps.executor.run(tool, args, caller, {
           signal: extra.signal,
           log: (level, data) => server.sendLoggingMessage({ level, logger: tool.name, data }, extra.sessionId),
         });
+        if (outcome.kind === 'completed') return outcome.result;
+        if (extra.authInfo) refusalListeners.get(extra.authInfo)?.(outcome);
+        return refusalResult(outcome);
       },
     );
   }

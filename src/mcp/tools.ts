@@ -5,7 +5,7 @@ import type { ToolSpec } from '../adapters/llm/port.js';
 import type { WebSearch } from '../adapters/search/port.js';
 import { type AppError, toAppError } from '../errors.js';
 import type { Logger } from '../logger.js';
-import type { Agent } from '../modules/agent/agent.port.js';
+import type { ChatTurnService } from '../modules/agent/index.js';
 import type { Caller } from '../ports/caller.js';
 import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
@@ -20,8 +20,8 @@ export interface ToolServices {
   authz: AuthzService;
   conversations: ConversationsService;
   search: WebSearch;
-  /** Late-bound: the agent itself calls tools, so it is set after the executor exists. */
-  agent: () => Agent;
+  /** Chat turns with the agent (the agent itself calls tools, so it is reached late-bound through this). */
+  chat: ChatTurnService;
 }
 
 /** What a tool handler receives besides its arguments. */
@@ -51,14 +51,21 @@ export function defineTool<Shape extends z.ZodRawShape>(tool: ToolDefinition<Sha
   return tool as unknown as ToolDefinition;
 }
 
-/** Marks why a call was refused, so REST-style adapters can answer with the matching HTTP status. */
-export const REFUSAL_META = 'agent-service/refusal';
-
-export interface Refusal {
-  status: number;
-  retryAfter?: number;
-  headers?: Record<string, string>;
+/**
+ * A refused call: the caller may not call the tool (403), or not now (429: over its tool-call budget, or the
+ * tool's own upstream limit), with Retry-After and the rate-limit headers. Each wire renders it: an HTTP 403/429
+ * on the REST-style endpoints, a tool error (`isError`) on MCP. It never travels inside a tool result.
+ */
+export interface ToolRefusal {
+  kind: 'refused';
+  tool: string;
+  status: 403 | 429;
+  /** Why, with its code, message and headers. */
+  error: AppError;
 }
+
+/** What running a tool comes to: its result (a tool error included), or a refusal of the call. */
+export type ToolOutcome = { kind: 'completed'; result: CallToolResult } | ToolRefusal;
 
 export function textResult(text: string, structured?: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text }], ...(structured && { structuredContent: structured }), isError: false };
@@ -72,19 +79,22 @@ function withIsError(result: CallToolResult): CallToolResult {
 /** A tool error: the call failed in an expected way, and the message says how. */
 export function errorResult(error: AppError, traceId?: string): CallToolResult {
   const message = error.expose ? error.message : `Internal error${traceId ? ` (trace_id ${traceId})` : ''}`;
-  const refusal: Refusal | undefined =
-    error.status === 403 || error.status === 429
-      ? {
-          status: error.status,
-          ...('retryAfterSeconds' in error && { retryAfter: error.retryAfterSeconds as number }),
-          headers: error.headers,
-        }
-      : undefined;
-  return {
-    content: [{ type: 'text', text: message }],
-    isError: true,
-    ...(refusal && { _meta: { [REFUSAL_META]: refusal } }),
-  };
+  return { content: [{ type: 'text', text: message }], isError: true };
+}
+
+/** A refusal as MCP reports it: a tool error whose message says why. */
+export function refusalResult(refusal: ToolRefusal): CallToolResult {
+  return errorResult(refusal.error);
+}
+
+/**
+ * A call that failed: refused when the answer is "not permitted" or "not now" (403, 429: the policy point's, or a
+ * tool's own, such as the model provider's rate limit), otherwise a tool error.
+ */
+function outcomeOf(tool: ToolDefinition, error: AppError): ToolOutcome {
+  if (error.status === 403 || error.status === 429)
+    return { kind: 'refused', tool: tool.name, status: error.status, error };
+  return { kind: 'completed', result: errorResult(error) };
 }
 
 /**
@@ -139,7 +149,7 @@ export class ToolExecutor {
     return parameters;
   }
 
-  /** Validates raw arguments (from the model, say) and runs the tool. */
+  /** Validates raw arguments (from the model, say) and runs the tool; a refusal is a tool error the model reads. */
   async execute(
     name: string,
     args: unknown,
@@ -153,23 +163,27 @@ export class ToolExecutor {
       const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ');
       return { content: [{ type: 'text', text: `Invalid arguments for ${name}: ${problems}` }], isError: true };
     }
-    return this.run(tool, parsed.data, caller, options);
+    const outcome = await this.run(tool, parsed.data, caller, options);
+    return outcome.kind === 'refused' ? refusalResult(outcome) : outcome.result;
   }
 
-  /** Runs a tool whose arguments were already validated (the MCP server validates with the same schema). */
+  /**
+   * Runs a tool whose arguments were already validated (the MCP server validates with the same schema). A call
+   * the policy point refuses is reported as such, for the wire to render; the tool's own failures are results.
+   */
   async run(
     tool: ToolDefinition,
     args: unknown,
     caller: Caller,
     options: { signal?: AbortSignal; log?: ToolContext['log'] } = {},
-  ): Promise<CallToolResult> {
+  ): Promise<ToolOutcome> {
     const { services, policy, metrics } = this.deps;
     try {
       await policy.admitToolCall(caller, tool.name);
     } catch (thrown) {
       const error = toAppError(thrown);
       metrics.toolCalls.inc({ tool: tool.name, status: error.status === 403 ? 'denied' : 'rate_limited' });
-      return errorResult(error);
+      return outcomeOf(tool, error);
     }
     const context: ToolContext = {
       ...services,
@@ -181,12 +195,12 @@ export class ToolExecutor {
     try {
       const result = withIsError(await tool.handler(args as never, context));
       metrics.toolCalls.inc({ tool: tool.name, status: result.isError ? 'error' : 'success' });
-      return result;
+      return { kind: 'completed', result };
     } catch (thrown) {
       const error = toAppError(thrown);
       metrics.toolCalls.inc({ tool: tool.name, status: 'error' });
       if (error.status >= 500) services.logger.error({ err: error.cause ?? error, tool: tool.name }, 'tool failed');
-      return errorResult(error);
+      return outcomeOf(tool, error);
     }
   }
 }

@@ -1,0 +1,120 @@
+import { type AppError, toAppError } from '../../errors.js';
+import type { Caller } from '../../ports/caller.js';
+import { type Agent, type AgentTurn, type MessageResponse, runToCompletion } from './agent.port.js';
+
+/**
+ * What the chat-turn service needs of the policy point: whether the caller may chat at all (403 if not) and
+ * whether the turn fits in the caller's tool-call budget (429 beyond it). It throws the refusal as an AppError.
+ */
+export interface ChatAdmission {
+  admitToolCall(caller: Caller, tool: string): Promise<void>;
+}
+
+/** The permission a chat turn needs: that of the `chat` tool, whichever entry point it comes through. */
+export const CHAT_PERMISSION = 'chat';
+
+/** One chat turn as an entry point receives it. */
+export interface ChatTurnRequest {
+  caller: Caller;
+  /** The caller's message. */
+  query: string;
+  /** Extra context for the model, sent to it with the message. */
+  context?: Record<string, unknown>;
+  /** Continue this conversation; a new one is started when absent. */
+  conversationId?: string;
+  /** Whether the model may call the tools the caller may use (the default) or answers alone. */
+  useTools?: boolean;
+  /** Upper bound on model ↔ tool round trips. */
+  maxSteps?: number;
+}
+
+/**
+ * What a streamed turn emits, in the spec's stream event names: `content_start`, `content_delta`…,
+ * `content_end`, `message_complete`; the tool events in between where the model calls tools. A turn that fails
+ * ends with `error` (its AppError, for the wire to render); a cancelled turn just ends.
+ */
+export type ChatTurnEvent =
+  | { type: 'content_start' }
+  | { type: 'content_delta'; delta: string }
+  | { type: 'tool_call'; name: string; args: Record<string, unknown> }
+  | { type: 'tool_result'; name: string; content: string; isError: boolean }
+  | { type: 'content_end' }
+  | ({ type: 'message_complete' } & Omit<MessageResponse, 'response'>)
+  | { type: 'error'; error: AppError };
+
+export interface ChatTurnDeps {
+  /** Late-bound: the agent is started after the entry points are wired. */
+  agent: () => Agent;
+  admission: ChatAdmission;
+}
+
+/** The context rides with the message as a JSON appendix the model can read. */
+function withContext(query: string, context: Record<string, unknown> | undefined): string {
+  return context && Object.keys(context).length > 0
+    ? `${query}\n\nContext:\n${JSON.stringify(context, null, 2)}`
+    : query;
+}
+
+function agentTurn(request: ChatTurnRequest, signal: AbortSignal | undefined): AgentTurn {
+  return {
+    caller: request.caller,
+    message: withContext(request.query, request.context),
+    // Every chat entry point offers the caller's tools unless asked not to.
+    mode: request.useTools === false ? 'chat' : 'agent',
+    ...(request.conversationId && { conversationId: request.conversationId }),
+    ...(request.maxSteps !== undefined && { maxSteps: request.maxSteps }),
+    ...(signal && { signal }),
+  };
+}
+
+/**
+ * Chat turns for every entry point (REST `/mcp/message` and `/message`, the MCP `chat` and `agent_chat` tools,
+ * the playground): who may take one, running one to its answer, and streaming one as typed events. The entry
+ * points parse their input, call this, and render what it returns in their own format.
+ */
+export class ChatTurnService {
+  constructor(private readonly deps: ChatTurnDeps) {}
+
+  /** Whether the caller may take a turn now; throws the policy's 403 or 429 if not. */
+  admit(caller: Caller): Promise<void> {
+    return this.deps.admission.admitToolCall(caller, CHAT_PERMISSION);
+  }
+
+  /** Runs an admitted turn to its end and returns the Message response. */
+  complete(request: ChatTurnRequest, signal?: AbortSignal): Promise<MessageResponse> {
+    return runToCompletion(this.deps.agent(), agentTurn(request, signal));
+  }
+
+  /**
+   * Streams an admitted turn. Aborting `signal` (the client left, the service stops) cancels it: nothing of it is
+   * recorded and the stream ends without an `error` event. Never throws: a failure is the last event.
+   */
+  async *stream(request: ChatTurnRequest, signal: AbortSignal): AsyncGenerator<ChatTurnEvent, void, undefined> {
+    yield { type: 'content_start' };
+    try {
+      for await (const event of this.deps.agent().run(agentTurn(request, signal))) {
+        switch (event.type) {
+          case 'delta':
+            yield { type: 'content_delta', delta: event.text };
+            break;
+          case 'tool_call':
+            yield { type: 'tool_call', name: event.name, args: event.args };
+            break;
+          case 'tool_result':
+            yield { type: 'tool_result', name: event.name, content: event.content, isError: event.isError };
+            break;
+          case 'done': {
+            const { conversation_id, model, usage } = event.response;
+            yield { type: 'content_end' };
+            yield { type: 'message_complete', conversation_id, model, usage };
+            break;
+          }
+          case 'started':
+            break;
+        }
+      }
+    } catch (thrown) {
+      if (!signal.aborted) yield { type: 'error', error: toAppError(thrown) };
+    }
+  }
+}
