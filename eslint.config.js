@@ -9,7 +9,7 @@ export default tseslint.config(
   {
     languageOptions: {
       parserOptions: {
-        projectService: { allowDefaultProject: ['eslint.config.js'] },
+        projectService: { allowDefaultProject: ['eslint.config.js', '.dependency-cruiser.cjs'] },
         tsconfigRootDir: import.meta.dirname,
       },
     },
@@ -25,7 +25,15 @@ export default tseslint.config(
       ],
     },
   },
-  { files: ['eslint.config.js', 'vitest.config.ts'], ...tseslint.configs.disableTypeChecked },
+  {
+    files: ['eslint.config.js', 'vitest.config.ts', '.dependency-cruiser.cjs'],
+    ...tseslint.configs.disableTypeChecked,
+  },
+  // dependency-cruiser reads a CommonJS module.
+  {
+    files: ['.dependency-cruiser.cjs'],
+    languageOptions: { sourceType: 'commonjs', globals: { module: 'writable' } },
+  },
   // Tool configuration files must default-export their config.
   { files: ['eslint.config.js', 'vitest.config.ts'], rules: { 'no-restricted-syntax': 'off' } },
   prettier,

@@ -38,13 +38,15 @@ import { McpPolicy, toolObject } from './mcp/policy.js';
 import { ToolExecutor } from './mcp/tools.js';
 import { type Agent, ChatTurnService } from './modules/agent/index.js';
 import { ConversationsService } from './modules/conversations/index.js';
-import { getSetting, putSetting } from './modules/system/index.js';
-import { auditRoutes } from './modules/audit/index.js';
-import { AuditService } from './modules/audit/index.js';
-import { dataSubjectRoutes } from './modules/data-subject/index.js';
-import { DataSubjectService } from './modules/data-subject/index.js';
-import { type ErasureStep, ErasureService } from './modules/data-subject/index.js';
-import { erasureSteps } from './modules/data-subject/index.js';
+import { getSetting, putSetting, type Installation, ensureInstallation } from './modules/system/index.js';
+import { auditRoutes, AuditService } from './modules/audit/index.js';
+import {
+  dataSubjectRoutes,
+  DataSubjectService,
+  type ErasureStep,
+  ErasureService,
+  erasureSteps,
+} from './modules/data-subject/index.js';
 import { TOOLS } from '../tools/index.js';
 import { restRoutes } from '../transports/rest.js';
 import { LegacySseConnections } from '../transports/sse.js';
@@ -53,34 +55,34 @@ import { WebSocketEndpoint } from '../transports/websocket.js';
 import { hostPolicy, hostValidation } from './http/host-validation.js';
 import { createAgent } from '../workflows/agent.js';
 import { type Checkpointer, createCheckpointer } from '../workflows/checkpointer.js';
-import { apiKeyRoutes } from './modules/api-keys/index.js';
-import { API_KEY_TOKEN_FAMILY, ApiKeysService } from './modules/api-keys/index.js';
-import { authRoutes } from './modules/auth/index.js';
-import { AuthService } from './modules/auth/index.js';
-import { KeyRing } from './modules/auth/index.js';
-import { KeyEncryption } from './modules/auth/index.js';
-import { ensureAdminEmail } from './modules/auth/index.js';
-import { OidcSso } from './modules/auth/index.js';
-import { ssoRoutes } from './modules/auth/index.js';
-import { TokenService } from './modules/auth/index.js';
+import { apiKeyRoutes, API_KEY_TOKEN_FAMILY, ApiKeysService } from './modules/api-keys/index.js';
+import {
+  authRoutes,
+  AuthService,
+  KeyRing,
+  KeyEncryption,
+  ensureAdminEmail,
+  OidcSso,
+  ssoRoutes,
+  TokenService,
+} from './modules/auth/index.js';
 import {
   type HealthDeps,
   builderHealthRoutes,
   healthRoutes,
   playgroundHealthRoutes,
+  HealthService,
+  EventLoopWatchdog,
+  StartupTracker,
 } from './modules/health/index.js';
-import { HealthService } from './modules/health/index.js';
-import { EventLoopWatchdog } from './modules/health/index.js';
-import { StartupTracker } from './modules/health/index.js';
-import { type Installation, ensureInstallation } from './modules/system/index.js';
 import { authorizationModel } from './modules/authz/index.js';
 import { SYSTEM } from './ports/subjects.js';
-import { servicePrincipalRoutes } from './modules/service-principals/index.js';
 import {
+  servicePrincipalRoutes,
   PRINCIPAL_TOKEN_FAMILY,
   ServicePrincipalsService,
 } from './modules/service-principals/index.js';
-import { UsersService } from './modules/users/users.service.js';
+import { UsersService } from './modules/users/index.js';
 import { scimRoutes } from './modules/scim/scim.routes.js';
 import { ScimService } from './modules/scim/scim.service.js';
 import { versionRoutes } from './modules/version/index.js';

@@ -7,7 +7,9 @@ import { type Config, ConfigError, loadConfig } from './config.js';
 import { createDb } from './db/create-db.js';
 import { migrateDown, migrateToLatest } from './db/migrate.js';
 import { UsageError, keysCommand, usersCommand } from './cli/admin.js';
+import { UnauthorizedError } from './errors.js';
 import { createLogger } from './logger.js';
+import { type Caller, userSubject } from './ports/caller.js';
 import { serveStdio } from '../transports/stdio.js';
 import { SERVICE_NAME, SERVICE_VERSION } from './version.js';
 
@@ -71,6 +73,26 @@ async function serve(config: Config): Promise<void> {
   }
 }
 
+/**
+ * Who a stdio session acts as. Whoever can start the process owns its database anyway, so by default it is the
+ * bootstrap administrator; `STDIO_USER` names another user and `STDIO_API_KEY` acts as that key's owner.
+ */
+export async function stdioCaller(app: App): Promise<Caller> {
+  const { apiKey, username } = app.config.mcp.stdio;
+  if (apiKey) return { ...(await app.apiKeys.authenticate(apiKey)), via: 'stdio' };
+  const name = username ?? app.config.auth.adminUsername;
+  const user = await app.users.getByUsername(name);
+  if (!user?.active) throw new UnauthorizedError(`No active user named ${name} for the stdio session (set STDIO_USER)`);
+  return {
+    kind: 'user',
+    subject: userSubject(user.id),
+    username: user.username,
+    roles: user.roles,
+    sessionId: undefined,
+    via: 'stdio',
+  };
+}
+
 /** MCP on stdin/stdout for desktop clients: no listeners, logs on stderr, exit 0 when the client hangs up. */
 async function stdio(config: Config): Promise<void> {
   const logger = createLogger({ level: config.logLevel, destination: 'stderr' });
@@ -80,7 +102,7 @@ async function stdio(config: Config): Promise<void> {
   process.once('SIGINT', stop);
   try {
     await app.start({ listen: false });
-    await serveStdio(app);
+    await serveStdio({ core: app.mcp, lifecycle: app.lifecycle, logger, caller: await stdioCaller(app) });
   } catch (err) {
     logger.fatal({ err }, 'stdio session failed');
     await app.close().catch(() => undefined);

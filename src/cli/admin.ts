@@ -4,9 +4,8 @@ import type { Config } from '../config.js';
 import { type Db, createDb } from '../db/create-db.js';
 import { migrateToLatest } from '../db/migrate.js';
 import { AppError } from '../errors.js';
-import { KeyEncryption } from '../modules/auth/index.js';
-import { KeyRing } from '../modules/auth/index.js';
-import { UsersService } from '../modules/users/users.service.js';
+import { KeyEncryption, KeyRing } from '../modules/auth/index.js';
+import { UsersService } from '../modules/users/index.js';
 
 /** Where a command reads a secret from and writes its results; swapped in tests. */
 export interface Io {

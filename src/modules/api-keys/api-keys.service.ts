@@ -8,7 +8,7 @@ import type { ClientInfo } from '../../ports/caller.js';
 import { type Caller, userSubject } from '../../ports/caller.js';
 import { base62 } from '../auth/index.js';
 import { type TokenService, hashSecret } from '../auth/index.js';
-import type { UsersService } from '../users/users.service.js';
+import type { UsersService } from '../users/index.js';
 import * as store from './api-keys.store.js';
 
 export const MAX_KEYS_PER_USER = 5;

@@ -3,7 +3,7 @@ import { z } from 'zod';
 import { BadRequestError, UnauthorizedError } from '../../errors.js';
 import { SESSION_COOKIE, callerOf } from '../../http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../../http/route.js';
-import type { UsersService } from '../users/users.service.js';
+import type { UsersService } from '../users/index.js';
 import { clientInfo } from '../../http/request-context.js';
 import type { AuthService, LoginResult, StartedSession } from './auth.service.js';
 import { principalIdOf, userIdOf } from '../../ports/caller.js';

@@ -7,11 +7,18 @@ import type { Database } from '../../db/database.js';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { type AuditRecorder, actorOf } from '../../ports/audit.js';
-import type { User, UsersService } from '../users/users.service.js';
-import { userKey } from '../users/users.store.js';
+import type { User, UsersService } from '../users/index.js';
+import { userKey } from '../users/index.js';
 import * as store from './auth.store.js';
 import { FailureThrottle } from './throttle.js';
-import { type Caller, type ClientInfo, NO_CLIENT, principalSubject, userIdOf, userSubject } from '../../ports/caller.js';
+import {
+  type Caller,
+  type ClientInfo,
+  NO_CLIENT,
+  principalSubject,
+  userIdOf,
+  userSubject,
+} from '../../ports/caller.js';
 import { type AccessClaims, type TokenService, hashSecret, opaqueToken } from './tokens.js';
 
 export interface StartedSession {

@@ -1,7 +1,7 @@
 import type { Config } from '../../config.js';
 import { ConflictError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
-import type { UsersService } from '../users/users.service.js';
+import type { UsersService } from '../users/index.js';
 
 /**
  * Gives the bootstrap administrator the configured email address (`ADMIN_EMAIL`) when the account has none, so

@@ -12,7 +12,7 @@ import {
   groupNameSchema,
   roleSchema,
   usernameSchema,
-} from '../users/users.service.js';
+} from '../users/index.js';
 import type { ClientInfo } from '../../ports/caller.js';
 import type { AuthService, LoginResult } from './auth.service.js';
 

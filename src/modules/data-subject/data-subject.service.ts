@@ -8,7 +8,7 @@ import type { ClientInfo } from '../../ports/caller.js';
 import type { AuthService } from '../auth/index.js';
 import { userObject } from '../../ports/subjects.js';
 import type { ConversationsService } from '../conversations/index.js';
-import type { User, UsersService } from '../users/users.service.js';
+import type { User, UsersService } from '../users/index.js';
 import * as store from './data-subject.store.js';
 import type { ConsentType } from './data-subject.tables.js';
 

@@ -6,7 +6,7 @@ import type { AuthService } from '../auth/index.js';
 import { principalObject, userObject } from '../../ports/subjects.js';
 import type { ConversationsService } from '../conversations/index.js';
 import type { ServicePrincipalsService } from '../service-principals/index.js';
-import type { UsersService } from '../users/users.service.js';
+import type { UsersService } from '../users/index.js';
 import * as store from './data-subject.store.js';
 import type { ErasureContext, ErasureStep } from './erasure.service.js';
 

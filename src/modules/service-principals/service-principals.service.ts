@@ -11,7 +11,7 @@ import { base62 } from '../auth/index.js';
 import type { FailureThrottle } from '../auth/index.js';
 import { type TokenService, hashSecret } from '../auth/index.js';
 import { SYSTEM, principalObject, userObject } from '../../ports/subjects.js';
-import type { User, UsersService } from '../users/users.service.js';
+import type { User, UsersService } from '../users/index.js';
 import type { AuthenticationMode, ServicePrincipalsTable } from './service-principals.tables.js';
 
 type Row = Selectable<ServicePrincipalsTable>;

@@ -1,0 +1,44 @@
+import type { Kysely, Transaction } from 'kysely';
+import type { Database } from '../db/database.js';
+import type { ClientInfo } from './caller.js';
+
+/*
+ * The erasure port: every module that keeps personal data contributes the steps that remove it (right to erasure),
+ * and the data-subject module runs them in order.
+ */
+
+/** Who is being erased, as they were when the erasure began. */
+export interface ErasureSubject {
+  id: string;
+  username: string;
+  email: string | null;
+}
+
+export interface ErasureContext {
+  readonly user: ErasureSubject;
+  /** The keyed hash that stands for the user in what is kept (the audit log). */
+  readonly pseudonym: string;
+  /** Who asked for the erasure (recorded with it). */
+  readonly client: ClientInfo;
+  /** The erasure's transaction for steps inside it; the service's database handle for the others. */
+  readonly db: Kysely<Database> | Transaction<Database>;
+  /** What each step before this one removed, by step name. */
+  readonly counts: Readonly<Record<string, number>>;
+  /** The id the erasure's own audit record takes (DeletionResult.audit_record_id). */
+  readonly recordId: string;
+}
+
+/**
+ * One named part of an erasure. Steps run in the order given. The steps marked `inTransaction` must be contiguous:
+ * they run while one database transaction is open, so that a failure of any of them rolls back the database work
+ * of all of them. Every step must be idempotent, because a failed erasure is finished by repeating it.
+ */
+export interface ErasureStep {
+  /** Named in the 500 of an erasure that fails here, and the key of its count in DeletionResult. */
+  readonly name: string;
+  readonly inTransaction: boolean;
+  /** Where DeletionResult reports the step's count. */
+  readonly reports: 'deleted' | 'anonymized' | 'none';
+  /** Does the step's work and returns how many items it removed or anonymized. */
+  run(context: ErasureContext): Promise<number>;
+}
