@@ -127,6 +127,8 @@ export const BEARER_SUBPROTOCOL_PREFIX = 'bearer.';
 /** Close codes of a socket refused after the upgrade (first-message authentication), mirroring HTTP statuses. */
 export const CLOSE_CODES = { unauthenticated: 4401, forbidden: 4403, rateLimited: 4429, internalError: 1011 } as const;
 const AUTH_TIMEOUT_MS = 5_000;
+/** How many messages a client may send behind its auth message before the token is checked. */
+const MAX_EARLY_MESSAGES = 32;
 const MAX_PENDING_AUTH = 256;
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
@@ -354,6 +356,7 @@ export class WebSocketEndpoint {
     const { logger } = this.deps;
     this.#pending.add(ws);
     const early: Buffer[] = [];
+    let earlyBytes = 0;
     let received = false;
     const settle = () => {
       clearTimeout(timer);
@@ -383,6 +386,12 @@ export class WebSocketEndpoint {
     const onMessage = (data: Buffer) => {
       if (received) {
         early.push(data);
+        earlyBytes += data.length;
+        // A client may pipeline a few messages behind its auth message, not flood the server before it is known.
+        if (early.length > MAX_EARLY_MESSAGES || earlyBytes > this.deps.maxPayloadBytes) {
+          settle();
+          ws.close(1008, 'too many messages before authentication');
+        }
         return;
       }
       received = true;

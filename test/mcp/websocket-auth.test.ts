@@ -7,6 +7,7 @@ import type { App } from '../../src/app.js';
 import { REDACT } from '../../src/logger.js';
 import { captureLogger, startTestApp } from '../helpers/app.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { createCallerResolver } from '../../src/http/authenticate.js';
 import { standaloneEndpoint } from './websocket-endpoint.js';
 
 /**
@@ -126,6 +127,26 @@ describe('the first auth message (?auth=message)', () => {
     expect(second).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
     expect(app.transports.websocket.size).toBeGreaterThan(0);
     socket.close();
+  });
+
+  it('closes a socket that floods messages before its token is checked (1008)', async () => {
+    // A slow credential check (an identity provider taking its time) leaves the socket waiting while it floods.
+    const slow = createCallerResolver({
+      bearer: async (presented) => {
+        await new Promise((resolve) => setTimeout(resolve, 300));
+        return app.auth.authenticateBearer(presented);
+      },
+      sessionCookie: (credential) => app.auth.authenticateSession(credential),
+    });
+    const { url, server } = await standaloneEndpoint(app, { resolveCaller: slow });
+    servers.push(server);
+    const { socket } = await open(`${url.replace('http', 'ws')}/mcp/ws?auth=message`);
+    const received = record(socket);
+    socket.send(JSON.stringify({ type: 'auth', token }));
+    for (let id = 1; id <= 500; id++) socket.send(JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' }));
+    const { code } = await received.closed;
+    expect(code).toBe(1008);
+    expect(received.messages.filter((m) => (m as { result?: unknown }).result !== undefined)).toEqual([]);
   });
 
   it('answers a bad token with auth_error and closes with 4401', async () => {
