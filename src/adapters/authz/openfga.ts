@@ -109,10 +109,7 @@ function matches(tuple: Tuple, filter: TupleFilter): boolean {
  * here: `acts_as` inheritance for service principals, reads by filters its Read API refuses, and removing every
  * tuple that names an entity. `model` is the local copy used to plan those (types and relations), not sent.
  */
-export function createOpenFgaAuthz(
-  config: OpenFgaAuthzConfig,
-  model: AuthorizationModel,
-): AuthzService {
+export function createOpenFgaAuthz(config: OpenFgaAuthzConfig, model: AuthorizationModel): AuthzService {
   const client = openFgaClient(config, { maxRetry: MAX_RETRY, minWaitInMs: 50, timeoutMs: TIMEOUT_MS });
 
   const safeUrl = withoutCredentials(config.apiUrl);

@@ -4,13 +4,7 @@ import { z } from 'zod';
 import { callerOf } from '../../http/authenticate.js';
 import { clientInfo } from '../../http/request-context.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
-import {
-  SessionLoginResponse,
-  TokenResponse,
-  clearSessionCookie,
-  loginUser,
-  setSessionCookie,
-} from './auth.routes.js';
+import { SessionLoginResponse, TokenResponse, clearSessionCookie, loginUser, setSessionCookie } from './auth.routes.js';
 import type { AuthService } from './auth.service.js';
 import type { OidcSso } from './sso.js';
 
