@@ -37,9 +37,9 @@ import { createMcpMetrics } from './mcp/metrics.js';
 import { McpPolicy, toolObject } from './mcp/policy.js';
 import { ToolExecutor } from './mcp/tools.js';
 import { type Agent, ChatTurnService } from './modules/agent/index.js';
-import { ConversationsService } from './modules/conversations/index.js';
+import { type ConversationsService, createConversationsModule } from './modules/conversations/index.js';
 import { getSetting, putSetting, type Installation, ensureInstallation } from './modules/system/index.js';
-import { auditRoutes, AuditService } from './modules/audit/index.js';
+import { type AuditService, createAuditModule } from './modules/audit/index.js';
 import {
   dataSubjectRoutes,
   DataSubjectService,
@@ -55,7 +55,7 @@ import { WebSocketEndpoint } from '../transports/websocket.js';
 import { hostPolicy, hostValidation } from './http/host-validation.js';
 import { createAgent } from '../workflows/agent.js';
 import { type Checkpointer, createCheckpointer } from '../workflows/checkpointer.js';
-import { apiKeyRoutes, API_KEY_TOKEN_FAMILY, ApiKeysService } from './modules/api-keys/index.js';
+import { type ApiKeysService, createApiKeysModule } from './modules/api-keys/index.js';
 import {
   authRoutes,
   AuthService,
@@ -77,15 +77,12 @@ import {
 } from './modules/health/index.js';
 import { authorizationModel } from './modules/authz/index.js';
 import { SYSTEM } from './ports/subjects.js';
-import {
-  servicePrincipalRoutes,
-  PRINCIPAL_TOKEN_FAMILY,
-  ServicePrincipalsService,
-} from './modules/service-principals/index.js';
+import { type ServicePrincipalsService, createServicePrincipalsModule } from './modules/service-principals/index.js';
 import { UsersService } from './modules/users/index.js';
 import { scimRoutes } from './modules/scim/scim.routes.js';
 import { ScimService } from './modules/scim/scim.service.js';
-import { versionRoutes } from './modules/version/index.js';
+import { createVersionModule } from './modules/version/index.js';
+import type { Module } from './ports/module.js';
 
 /** What tests and embedders may replace; everything else comes from the config. */
 export interface AppOverrides {
@@ -150,6 +147,10 @@ const STARTUP_STEPS: Record<string, string> = {
   llm_provider: 'llm_connection',
 };
 
+/** A module's gated routes on the main listener. */
+const routesOf = (module: Module<unknown>, listener: ListenerName = 'main'): RouteGroup[] =>
+  module.routes?.[listener] ?? [];
+
 /** The composition root: builds every adapter from the config and wires the modules to them. */
 export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const logger = overrides.logger ?? createLogger({ level: config.logLevel });
@@ -184,14 +185,16 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     logger,
   });
   const tokens = new TokenService(keys, config.publicUrl, config.auth.accessTokenTtlSeconds, now);
-  const audit = new AuditService(db.kysely, logger, now);
+  const auditModule = createAuditModule({ db: db.kysely, logger, authz, now });
+  const audit = auditModule.service;
   const auth = new AuthService({ config: config.auth, db: db.kysely, users, tokens, logger, audit, now, ...stores });
   const sso = config.auth.oidc
     ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger, audit })
     : undefined;
-  const apiKeys = new ApiKeysService({ db, users, tokens, audit, now });
-  auth.registerTokenFamily(API_KEY_TOKEN_FAMILY, (sid, subject) => apiKeys.isLive(sid, subject));
-  const principals = new ServicePrincipalsService({
+  const registerTokenFamily = auth.registerTokenFamily.bind(auth);
+  const apiKeysModule = createApiKeysModule({ db, users, tokens, audit, now, registerTokenFamily });
+  const apiKeys = apiKeysModule.service;
+  const principalsModule = createServicePrincipalsModule({
     db: db.kysely,
     authz,
     users,
@@ -199,8 +202,9 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     throttle: auth.throttle,
     audit,
     now,
+    registerTokenFamily,
   });
-  auth.registerTokenFamily(PRINCIPAL_TOKEN_FAMILY, (sid, subject) => principals.isLive(sid, subject));
+  const principals = principalsModule.service;
   const hosts = hostPolicy(config.host, config.publicUrl);
   const resolveCaller = createCallerResolver({
     bearer: (token) => auth.authenticateBearer(token),
@@ -226,7 +230,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
       : createOfflineLlm();
   health.register(llm.healthCheck());
 
-  const conversations = new ConversationsService(db.kysely, authz, now);
+  const conversationsModule = createConversationsModule({ db: db.kysely, authz, now });
+  const conversations = conversationsModule.service;
   const search = config.searchUrl ? createSearxngSearch(config.searchUrl) : createEmbeddedSearch(conversations);
   const mcpMetrics = createMcpMetrics(metrics.registry);
   const policy = new McpPolicy({ authz, counters: stores.counters, limits: config.mcp, now });
@@ -320,7 +325,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     main: {
       alwaysOn: [healthRoutes(healthDeps), metricsRoutes(metrics)],
       gated: [
-        versionRoutes(),
+        ...routesOf(createVersionModule()),
         ...authRoutes({
           auth,
           users,
@@ -329,14 +334,14 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
           authorizationServers: [config.auth.oidc?.issuerUrl ?? config.publicUrl],
           describePrincipal: (id) => principals.describe(id),
         }),
-        apiKeyRoutes(apiKeys),
-        ...servicePrincipalRoutes(principals),
+        ...routesOf(apiKeysModule),
+        ...routesOf(principalsModule),
         ...restRoutes({ core: mcp, chat, lifecycle }),
         streamable.routes(),
         ...sse.routes(),
         // ROUTES: route groups of further modules go here, one line each.
         scimRoutes(scim),
-        auditRoutes({ audit, authz }),
+        ...routesOf(auditModule),
         dataSubjectRoutes({ dataSubject, erasure }),
         ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
       ],

@@ -1,3 +1,3 @@
 /** The API-key module's public API. */
-export { apiKeyRoutes } from './api-keys.routes.js';
-export { API_KEY_TOKEN_FAMILY, ApiKeysService } from './api-keys.service.js';
+export { createApiKeysModule } from './api-keys.module.js';
+export { type ApiKeysService } from './api-keys.service.js';

@@ -1,2 +1,3 @@
 /** The conversations module's public API: conversations, their messages and ranked search. */
-export { ConversationsService, toChatMessage, type NewMessage } from './conversations.service.js';
+export { createConversationsModule } from './conversations.module.js';
+export { toChatMessage, type ConversationsService, type NewMessage } from './conversations.service.js';

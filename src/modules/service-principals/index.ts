@@ -1,3 +1,3 @@
 /** The service-principal module's public API. */
-export { servicePrincipalRoutes } from './service-principals.routes.js';
-export { PRINCIPAL_TOKEN_FAMILY, ServicePrincipalsService } from './service-principals.service.js';
+export { createServicePrincipalsModule } from './service-principals.module.js';
+export { type ServicePrincipalsService } from './service-principals.service.js';

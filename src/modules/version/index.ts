@@ -1,2 +1,2 @@
 /** The version module's public API. */
-export { versionRoutes } from './version.routes.js';
+export { createVersionModule } from './version.module.js';

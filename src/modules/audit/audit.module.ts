@@ -1,0 +1,21 @@
+import type { Kysely } from 'kysely';
+import type { AuthzService } from '../../adapters/authz/port.js';
+import type { Database } from '../../db/database.js';
+import type { Logger } from '../../logger.js';
+import type { Module } from '../../ports/module.js';
+import { auditRoutes } from './audit.routes.js';
+import { AuditService } from './audit.service.js';
+
+export interface AuditModuleDeps {
+  db: Kysely<Database>;
+  logger: Logger;
+  /** Who may read the log (administrators). */
+  authz: AuthzService;
+  now: () => Date;
+}
+
+/** The append-only audit log every module records security events in, and its administrators' route. */
+export function createAuditModule(deps: AuditModuleDeps): Module<AuditService> {
+  const service = new AuditService(deps.db, deps.logger, deps.now);
+  return { name: 'audit', service, routes: { main: [auditRoutes({ audit: service, authz: deps.authz })] } };
+}
