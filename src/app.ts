@@ -56,29 +56,12 @@ import { hostPolicy, hostValidation } from './http/host-validation.js';
 import { createAgent } from '../workflows/agent.js';
 import { type Checkpointer, createCheckpointer } from '../workflows/checkpointer.js';
 import { type ApiKeysService, createApiKeysModule } from './modules/api-keys/index.js';
-import {
-  authRoutes,
-  AuthService,
-  KeyRing,
-  KeyEncryption,
-  ensureAdminEmail,
-  OidcSso,
-  ssoRoutes,
-  TokenService,
-} from './modules/auth/index.js';
-import {
-  type HealthDeps,
-  builderHealthRoutes,
-  healthRoutes,
-  playgroundHealthRoutes,
-  HealthService,
-  EventLoopWatchdog,
-  StartupTracker,
-} from './modules/health/index.js';
+import { type AuthService, KeyEncryption, type KeyRing, createAuthModule } from './modules/auth/index.js';
+import { type HealthService, createHealthModule } from './modules/health/index.js';
 import { authorizationModel } from './modules/authz/index.js';
 import { SYSTEM } from './ports/subjects.js';
 import { type ServicePrincipalsService, createServicePrincipalsModule } from './modules/service-principals/index.js';
-import { UsersService } from './modules/users/index.js';
+import { type UsersService, createUsersModule } from './modules/users/index.js';
 import { scimRoutes } from './modules/scim/scim.routes.js';
 import { ScimService } from './modules/scim/scim.service.js';
 import { createVersionModule } from './modules/version/index.js';
@@ -147,9 +130,12 @@ const STARTUP_STEPS: Record<string, string> = {
   llm_provider: 'llm_connection',
 };
 
-/** A module's gated routes on the main listener. */
+/** A module's gated routes on a listener. */
 const routesOf = (module: Module<unknown>, listener: ListenerName = 'main'): RouteGroup[] =>
   module.routes?.[listener] ?? [];
+/** A module's routes that answer from the start, on a listener. */
+const openRoutesOf = (module: Module<unknown>, listener: ListenerName = 'main'): RouteGroup[] =>
+  module.openRoutes?.[listener] ?? [];
 
 /** The composition root: builds every adapter from the config and wires the modules to them. */
 export function buildApp(config: Config, overrides: AppOverrides = {}): App {
@@ -177,20 +163,24 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     config.authz.provider === 'openfga'
       ? createOpenFgaAuthz(config.authz, authorizationModel())
       : createEmbeddedAuthz(db, authorizationModel(), now);
-  const users = new UsersService(db.kysely, now, authz);
-  // Retired keys verify for one access-token lifetime more, plus a minute of clock leeway.
-  const keys = new KeyRing(db.kysely, (config.auth.accessTokenTtlSeconds + 60) * 1000, {
-    encryption: KeyEncryption.fromConfig(config, logger),
-    now,
-    logger,
-  });
-  const tokens = new TokenService(keys, config.publicUrl, config.auth.accessTokenTtlSeconds, now);
+  const usersModule = createUsersModule({ db: db.kysely, authz, now });
+  const users = usersModule.service;
   const auditModule = createAuditModule({ db: db.kysely, logger, authz, now });
   const audit = auditModule.service;
-  const auth = new AuthService({ config: config.auth, db: db.kysely, users, tokens, logger, audit, now, ...stores });
-  const sso = config.auth.oidc
-    ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger, audit })
-    : undefined;
+  const authModule = createAuthModule({
+    config,
+    db: db.kysely,
+    users,
+    stores,
+    keyEncryption: KeyEncryption.fromConfig(config, logger),
+    audit,
+    logger,
+    now,
+    announce,
+    // Principals are built on the tokens this module issues; `/auth/me` asks them about one at request time.
+    describePrincipal: (id: string) => principals.describe(id),
+  });
+  const { auth, tokens, keys } = authModule.service;
   const registerTokenFamily = auth.registerTokenFamily.bind(auth);
   const apiKeysModule = createApiKeysModule({ db, users, tokens, audit, now, registerTokenFamily });
   const apiKeys = apiKeysModule.service;
@@ -213,13 +203,19 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   });
   const authenticate = createAuthenticate(resolveCaller);
 
-  const health = new HealthService(config.healthCacheMs, now);
-  health.register(databaseHealthCheck(db));
-  health.register(
+  const healthModule = createHealthModule({
+    cacheMs: config.healthCacheMs,
+    startupSteps: Object.values(STARTUP_STEPS),
+    lifecycle,
+    now,
+  });
+  const { health, startup } = healthModule.service;
+  healthModule.service.register([
+    databaseHealthCheck(db),
     redis && config.redis ? redisSessionStoreHealthCheck(redis, config.redis.url) : memorySessionStoreHealthCheck(),
-  );
-  health.register(authz.healthCheck());
-  health.register(config.auth.oidc ? oidcIdentityHealthCheck(config.auth.oidc) : localIdentityHealthCheck(db));
+    authz.healthCheck(),
+    config.auth.oidc ? oidcIdentityHealthCheck(config.auth.oidc) : localIdentityHealthCheck(db),
+  ]);
   const llm: LlmProvider =
     config.llm.provider === 'openai'
       ? createOpenAiLlm({
@@ -228,7 +224,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
           ...(config.llm.apiKey && { apiKey: config.llm.apiKey }),
         })
       : createOfflineLlm();
-  health.register(llm.healthCheck());
+  healthModule.service.register([llm.healthCheck()]);
 
   const conversationsModule = createConversationsModule({ db: db.kysely, authz, now });
   const conversations = conversationsModule.service;
@@ -258,10 +254,6 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     metrics: mcpMetrics,
     logger,
   });
-
-  const startup = new StartupTracker(Object.values(STARTUP_STEPS));
-  const watchdog = new EventLoopWatchdog();
-  const healthDeps: HealthDeps = { health, startup, lifecycle, watchdog, now };
 
   const scim = new ScimService({
     db,
@@ -320,20 +312,25 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     wwwAuthenticate: challenge,
   });
 
+  const versionModule = createVersionModule();
+  /** Every module, in the order they start (and, reversed, stop). */
+  const modules: Module<unknown>[] = [
+    usersModule,
+    auditModule,
+    authModule,
+    apiKeysModule,
+    principalsModule,
+    conversationsModule,
+    versionModule,
+  ];
+
   const listeners = new Map<ListenerName, HttpListener>();
   const groups: Record<ListenerName, { alwaysOn: RouteGroup[]; gated: RouteGroup[] }> = {
     main: {
-      alwaysOn: [healthRoutes(healthDeps), metricsRoutes(metrics)],
+      alwaysOn: [...openRoutesOf(healthModule), metricsRoutes(metrics)],
       gated: [
-        ...routesOf(createVersionModule()),
-        ...authRoutes({
-          auth,
-          users,
-          keys,
-          publicUrl: config.publicUrl,
-          authorizationServers: [config.auth.oidc?.issuerUrl ?? config.publicUrl],
-          describePrincipal: (id) => principals.describe(id),
-        }),
+        ...routesOf(versionModule),
+        ...routesOf(authModule),
         ...routesOf(apiKeysModule),
         ...routesOf(principalsModule),
         ...restRoutes({ core: mcp, chat, lifecycle }),
@@ -343,11 +340,10 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         scimRoutes(scim),
         ...routesOf(auditModule),
         dataSubjectRoutes({ dataSubject, erasure }),
-        ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
       ],
     },
-    playground: { alwaysOn: [playgroundHealthRoutes(healthDeps)], gated: [] },
-    builder: { alwaysOn: [builderHealthRoutes(healthDeps)], gated: [] },
+    playground: { alwaysOn: openRoutesOf(healthModule, 'playground'), gated: [] },
+    builder: { alwaysOn: openRoutesOf(healthModule, 'builder'), gated: [] },
   };
 
   let openApi: unknown;
@@ -392,7 +388,6 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     installation = await ensureInstallation(db.kysely, now());
     startup.set(STARTUP_STEPS.database!, 'completed');
 
-    await keys.start();
     // Holders of the admin role administer the installation (and may provision through SCIM).
     await authz.write([{ user: 'role:admin#assignee', relation: 'admin', object: SYSTEM }]);
     // Every user may use each tool until an operator decides otherwise: granted once, so a revocation sticks.
@@ -403,16 +398,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     }
     checkpointer = await createCheckpointer(db);
     agent = createAgent({ llm, conversations, tools: executor, checkpointer, logger });
-    const admin = await users.ensureBootstrapAdmin(config.auth.adminUsername, config.auth.adminPassword);
-    if (admin.created) logger.info({ username: config.auth.adminUsername }, 'bootstrap administrator created');
-    await ensureAdminEmail(users, config.auth, logger);
-    if (admin.generatedPassword) {
-      announce(
-        `Bootstrap administrator "${config.auth.adminUsername}" created with password: ${admin.generatedPassword}\n` +
-          'It is shown only this once. Change it with: agent-service users set-password ' +
-          config.auth.adminUsername,
-      );
-    }
+    for (const module of modules) await module.start?.();
 
     if (redis) {
       startup.set(STARTUP_STEPS.session_store!, 'in_progress');
@@ -468,7 +454,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
       return installation;
     },
     async start(options = {}) {
-      watchdog.start();
+      await healthModule.start?.(); // the watchdog: liveness is answered from the first moment
       const ports: Record<ListenerName, number> = config.ports;
       for (const [name, listener] of options.listen === false ? [] : listeners) {
         await listener.listen(config.host, ports[name]);
@@ -488,8 +474,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         await Promise.all([...listeners.values()].map((l) => l.close(config.shutdownTimeoutMs)));
         // Start-up still running (stopped during start): let it finish with the database before closing it.
         await starting?.catch(() => undefined);
-        watchdog.stop();
-        keys.stop();
+        await healthModule.stop?.();
+        for (const module of [...modules].reverse()) await module.stop?.();
         await mcp.close();
         if (redis) await redis.quit().catch(() => redis.disconnect());
         await db.destroy();

@@ -5,6 +5,7 @@
  * opened (`db.transaction().execute((trx) => …)`), so a caller can change these tables and its own in one go.
  */
 export { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, hashPassword } from './passwords.js';
+export { createUsersModule } from './users.module.js';
 export {
   ADMIN_ROLE,
   DEFAULT_ROLE,

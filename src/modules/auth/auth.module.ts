@@ -1,0 +1,92 @@
+import type { Kysely } from 'kysely';
+import type { CounterStore } from '../../adapters/counters/port.js';
+import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
+import type { SessionStore } from '../../adapters/session-store/port.js';
+import type { Config } from '../../config.js';
+import type { Database } from '../../db/database.js';
+import type { Logger } from '../../logger.js';
+import type { AuditRecorder } from '../../ports/audit.js';
+import type { Module } from '../../ports/module.js';
+import type { UsersService } from '../users/index.js';
+import { authRoutes } from './auth.routes.js';
+import { AuthService } from './auth.service.js';
+import { ensureAdminEmail } from './bootstrap-admin.js';
+import type { KeyEncryption } from './key-encryption.js';
+import { KeyRing } from './keys.js';
+import { ssoRoutes } from './sso.routes.js';
+import { OidcSso } from './sso.js';
+import { TokenService } from './tokens.js';
+
+export interface AuthModuleDeps {
+  config: Pick<Config, 'auth' | 'publicUrl'>;
+  db: Kysely<Database>;
+  users: UsersService;
+  stores: { sessions: SessionStore; counters: CounterStore; ephemeral: EphemeralStore };
+  /** Opens and seals the signing keys stored in the database. */
+  keyEncryption: KeyEncryption;
+  audit: AuditRecorder;
+  logger: Logger;
+  now: () => Date;
+  /** Shows the generated bootstrap password once, outside the structured logs. */
+  announce: (message: string) => void;
+  /** Facts about a service principal, for `GET /auth/me` called with its token. */
+  describePrincipal: (id: string) => Promise<{ name: string; created_at: string } | undefined>;
+}
+
+export interface Auth {
+  auth: AuthService;
+  tokens: TokenService;
+  keys: KeyRing;
+  sso: OidcSso | undefined;
+}
+
+/**
+ * Local identity and the credentials built on it: logins, sessions, access and refresh tokens, the signing keys
+ * that sign them (published as a JWKS), single sign-on through an OIDC provider, and the bootstrap administrator.
+ */
+export function createAuthModule(deps: AuthModuleDeps): Module<Auth> {
+  const { config, db, users, stores, audit, logger, now } = deps;
+  // Retired keys verify for one access-token lifetime more, plus a minute of clock leeway.
+  const keys = new KeyRing(db, (config.auth.accessTokenTtlSeconds + 60) * 1000, {
+    encryption: deps.keyEncryption,
+    now,
+    logger,
+  });
+  const tokens = new TokenService(keys, config.publicUrl, config.auth.accessTokenTtlSeconds, now);
+  const auth = new AuthService({ config: config.auth, db, users, tokens, logger, audit, now, ...stores });
+  const sso = config.auth.oidc
+    ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger, audit })
+    : undefined;
+
+  return {
+    name: 'auth',
+    service: { auth, tokens, keys, sso },
+    routes: {
+      main: [
+        ...authRoutes({
+          auth,
+          users,
+          keys,
+          publicUrl: config.publicUrl,
+          authorizationServers: [config.auth.oidc?.issuerUrl ?? config.publicUrl],
+          describePrincipal: deps.describePrincipal,
+        }),
+        ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
+      ],
+    },
+    async start() {
+      await keys.start();
+      const { adminUsername, adminPassword } = config.auth;
+      const admin = await users.ensureBootstrapAdmin(adminUsername, adminPassword);
+      if (admin.created) logger.info({ username: adminUsername }, 'bootstrap administrator created');
+      await ensureAdminEmail(users, config.auth, logger);
+      if (admin.generatedPassword) {
+        deps.announce(
+          `Bootstrap administrator "${adminUsername}" created with password: ${admin.generatedPassword}\n` +
+            `It is shown only this once. Change it with: agent-service users set-password ${adminUsername}`,
+        );
+      }
+    },
+    stop: () => keys.stop(),
+  };
+}
