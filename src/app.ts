@@ -36,7 +36,7 @@ import { McpCore } from './mcp/core.js';
 import { createMcpMetrics } from './mcp/metrics.js';
 import { McpPolicy, toolObject } from './mcp/policy.js';
 import { ToolExecutor } from './mcp/tools.js';
-import { type Agent, ChatTurnService } from './modules/agent/index.js';
+import { type Agent, createAgentModule } from './modules/agent/index.js';
 import { type ConversationsService, createConversationsModule } from './modules/conversations/index.js';
 import { getSetting, putSetting, type Installation, ensureInstallation } from './modules/system/index.js';
 import { type AuditService, createAuditModule } from './modules/audit/index.js';
@@ -54,7 +54,7 @@ import { StreamableHttpSessions } from '../transports/streamable-http.js';
 import { WebSocketEndpoint } from '../transports/websocket.js';
 import { hostPolicy, hostValidation } from './http/host-validation.js';
 import { createAgent } from '../workflows/agent.js';
-import { type Checkpointer, createCheckpointer } from '../workflows/checkpointer.js';
+import { createCheckpointer } from '../workflows/checkpointer.js';
 import { type ApiKeysService, createApiKeysModule } from './modules/api-keys/index.js';
 import { type AuthService, KeyEncryption, type KeyRing, createAuthModule } from './modules/auth/index.js';
 import { type HealthService, createHealthModule } from './modules/health/index.js';
@@ -231,14 +231,15 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const search = config.searchUrl ? createSearxngSearch(config.searchUrl) : createEmbeddedSearch(conversations);
   const mcpMetrics = createMcpMetrics(metrics.registry);
   const policy = new McpPolicy({ authz, counters: stores.counters, limits: config.mcp, now });
-  // The agent needs the checkpointer, which start-up creates; tools reach it through this late binding.
-  let agent: Agent | undefined;
-  let checkpointer: Checkpointer | undefined;
-  const agentRef = (): Agent => {
-    if (!agent) throw new Error('the agent is not started');
-    return agent;
-  };
-  const chat = new ChatTurnService({ agent: agentRef, admission: policy });
+  const agentModule = createAgentModule({
+    admission: policy,
+    build: async () => {
+      const checkpointer = await createCheckpointer(db);
+      const agent = createAgent({ llm, conversations, tools: executor, checkpointer, logger });
+      return { agent, deleteThread: (threadId) => checkpointer.deleteThread(threadId) };
+    },
+  });
+  const { chat } = agentModule.service;
   const executor = new ToolExecutor(
     { services: { logger, authz, conversations, search, chat }, policy, metrics: mcpMetrics },
     TOOLS,
@@ -282,11 +283,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         authz,
         audit,
         policy,
-        // Start-up creates the checkpointer; erasure is served only after start-up.
-        deleteThread: (threadId) => {
-          if (!checkpointer) throw new Error('the checkpointer is not started');
-          return checkpointer.deleteThread(threadId);
-        },
+        // Start-up builds the agent and its checkpointer; erasure is served only after start-up.
+        deleteThread: (threadId) => agentModule.service.deleteThread(threadId),
       }),
     ),
   });
@@ -321,6 +319,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     apiKeysModule,
     principalsModule,
     conversationsModule,
+    agentModule,
     versionModule,
   ];
 
@@ -396,8 +395,6 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
       await authz.write([{ user: 'user:*', relation: 'executor', object: toolObject(tool.name) }]);
       await putSetting(db.kysely, `granted_tool:${tool.name}`, 'user:*', now());
     }
-    checkpointer = await createCheckpointer(db);
-    agent = createAgent({ llm, conversations, tools: executor, checkpointer, logger });
     for (const module of modules) await module.start?.();
 
     if (redis) {
@@ -446,7 +443,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     dataSubject,
     erasure,
     get agent() {
-      return agentRef();
+      return agentModule.service.agent();
     },
     keys,
     stores,

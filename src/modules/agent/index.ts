@@ -10,6 +10,7 @@ export {
   runToCompletion,
   toUsage,
 } from './agent.port.js';
+export { type AgentParts, type BuiltAgent, createAgentModule } from './agent.module.js';
 export {
   CHAT_PERMISSION,
   type ChatAdmission,
