@@ -41,11 +41,10 @@ import { type ConversationsService, createConversationsModule } from './modules/
 import { getSetting, putSetting, type Installation, ensureInstallation } from './modules/system/index.js';
 import { type AuditService, createAuditModule } from './modules/audit/index.js';
 import {
-  dataSubjectRoutes,
-  DataSubjectService,
+  type DataSubjectService,
+  type ErasureService,
   type ErasureStep,
-  ErasureService,
-  erasureSteps,
+  createDataSubjectModule,
 } from './modules/data-subject/index.js';
 import { TOOLS } from '../tools/index.js';
 import { restRoutes } from '../transports/rest.js';
@@ -267,28 +266,25 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     bodyLimitBytes: config.bodyLimitBytes,
     now,
   });
-  const erasure = new ErasureService({
+  const dataSubjectModule = createDataSubjectModule({
     db: db.kysely,
     users,
+    auth,
+    conversations,
     audit,
     logger,
     now,
-    steps: (overrides.erasureSteps ?? ((steps) => steps))(
-      erasureSteps({
-        auth,
-        users,
-        apiKeys,
-        principals,
-        conversations,
-        authz,
-        audit,
-        policy,
-        // Start-up builds the agent and its checkpointer; erasure is served only after start-up.
-        deleteThread: (threadId) => agentModule.service.deleteThread(threadId),
-      }),
-    ),
+    erasure: {
+      apiKeys,
+      principals,
+      authz,
+      policy,
+      // Start-up builds the agent and its checkpointer; erasure is served only after start-up.
+      deleteThread: (threadId) => agentModule.service.deleteThread(threadId),
+    },
+    ...(overrides.erasureSteps && { adjustErasureSteps: overrides.erasureSteps }),
   });
-  const dataSubject = new DataSubjectService({ db: db.kysely, users, auth, conversations, audit, now });
+  const { dataSubject, erasure } = dataSubjectModule.service;
 
   const streamable = new StreamableHttpSessions({
     core: mcp,
@@ -320,6 +316,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     principalsModule,
     conversationsModule,
     agentModule,
+    dataSubjectModule,
     versionModule,
   ];
 
@@ -338,7 +335,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         // ROUTES: route groups of further modules go here, one line each.
         scimRoutes(scim),
         ...routesOf(auditModule),
-        dataSubjectRoutes({ dataSubject, erasure }),
+        ...routesOf(dataSubjectModule),
       ],
     },
     playground: { alwaysOn: openRoutesOf(healthModule, 'playground'), gated: [] },
