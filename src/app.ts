@@ -38,7 +38,7 @@ import { McpPolicy, toolObject } from './mcp/policy.js';
 import { ToolExecutor } from './mcp/tools.js';
 import { type Agent, createAgentModule } from './modules/agent/index.js';
 import { type ConversationsService, createConversationsModule } from './modules/conversations/index.js';
-import { getSetting, putSetting, type Installation, ensureInstallation } from './modules/system/index.js';
+import { type Installation, createSystemModule } from './modules/system/index.js';
 import { type AuditService, createAuditModule } from './modules/audit/index.js';
 import {
   type DataSubjectService,
@@ -162,6 +162,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     config.authz.provider === 'openfga'
       ? createOpenFgaAuthz(config.authz, authorizationModel())
       : createEmbeddedAuthz(db, authorizationModel(), now);
+  const systemModule = createSystemModule({ db: db.kysely, now });
+  const system = systemModule.service;
   const usersModule = createUsersModule({ db: db.kysely, authz, now });
   const users = usersModule.service;
   const auditModule = createAuditModule({ db: db.kysely, logger, authz, now });
@@ -307,7 +309,10 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   });
 
   const versionModule = createVersionModule();
-  /** Every module, in the order they start (and, reversed, stop). */
+  /**
+   * Every module, in the order they start (and, reversed, stop). The system and health modules are not listed:
+   * health answers from the first moment, and the installation is recorded as soon as the schema is migrated.
+   */
   const modules: Module<unknown>[] = [
     usersModule,
     auditModule,
@@ -373,7 +378,6 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     if (!websocket.handleUpgrade(req, socket, head)) socket.destroy();
   });
 
-  let installation: Installation | undefined;
   let starting: Promise<void> | undefined;
   let closing: Promise<void> | undefined;
 
@@ -381,16 +385,16 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     startup.set(STARTUP_STEPS.database!, 'in_progress');
     const { applied, current } = await migrateToLatest(db);
     logger.info({ applied, current }, applied.length > 0 ? 'database migrated' : 'database schema up to date');
-    installation = await ensureInstallation(db.kysely, now());
+    await systemModule.start?.();
     startup.set(STARTUP_STEPS.database!, 'completed');
 
     // Holders of the admin role administer the installation (and may provision through SCIM).
     await authz.write([{ user: 'role:admin#assignee', relation: 'admin', object: SYSTEM }]);
     // Every user may use each tool until an operator decides otherwise: granted once, so a revocation sticks.
     for (const tool of TOOLS) {
-      if (await getSetting(db.kysely, `granted_tool:${tool.name}`)) continue;
-      await authz.write([{ user: 'user:*', relation: 'executor', object: toolObject(tool.name) }]);
-      await putSetting(db.kysely, `granted_tool:${tool.name}`, 'user:*', now());
+      await system.once(`granted_tool:${tool.name}`, () =>
+        authz.write([{ user: 'user:*', relation: 'executor', object: toolObject(tool.name) }]),
+      );
     }
     for (const module of modules) await module.start?.();
 
@@ -445,7 +449,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     keys,
     stores,
     get installation() {
-      return installation;
+      return system.installation();
     },
     async start(options = {}) {
       await healthModule.start?.(); // the watchdog: liveness is answered from the first moment
@@ -459,7 +463,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
       await starting;
       startup.finish();
       lifecycle.markRunning();
-      logger.info({ instance: installation?.instanceId }, 'service started');
+      logger.info({ instance: system.installation()?.instanceId }, 'service started');
     },
     close() {
       closing ??= (async () => {

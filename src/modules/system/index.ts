@@ -1,3 +1,4 @@
 /** The system module's public API: the installation record and settings. */
-export { ensureInstallation, type Installation } from './system.service.js';
-export { getSetting, putSetting, putSettingIfAbsent } from './system.store.js';
+export { createSystemModule } from './system.module.js';
+export { type Installation } from './system.service.js';
+export { putSettingIfAbsent } from './system.store.js';
