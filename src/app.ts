@@ -1,27 +1,13 @@
 import type { Redis } from 'ioredis';
 import type { CounterStore } from './adapters/counters/port.js';
-import { createMemoryCounterStore } from './adapters/counters/memory.js';
-import { createRedisCounterStore } from './adapters/counters/redis.js';
 import type { EphemeralStore } from './adapters/ephemeral/port.js';
-import { createMemoryEphemeralStore } from './adapters/ephemeral/memory.js';
-import { createRedisEphemeralStore } from './adapters/ephemeral/redis.js';
 import type { SessionStore } from './adapters/session-store/port.js';
-import { createMemorySessionStore } from './adapters/session-store/memory.js';
-import { createRedisSessionStore } from './adapters/session-store/redis.js';
-import { createEmbeddedAuthz } from './adapters/authz/embedded.js';
-import { createOpenFgaAuthz } from './adapters/authz/openfga.js';
 import type { AuthzService } from './adapters/authz/port.js';
-import { localIdentityHealthCheck, oidcIdentityHealthCheck } from './adapters/identity/health.js';
-import { createOfflineLlm } from './adapters/llm/offline.js';
-import { createOpenAiLlm } from './adapters/llm/openai.js';
 import type { LlmProvider } from './adapters/llm/port.js';
-import { createEmbeddedSearch } from './adapters/search/embedded.js';
-import { createSearxngSearch } from './adapters/search/searxng.js';
-import { connectWithin, createRedisClient } from './adapters/redis/redis.js';
-import { memorySessionStoreHealthCheck, redisSessionStoreHealthCheck } from './adapters/session-store/health.js';
+import { connectWithin } from './adapters/redis/redis.js';
 import type { Config } from './config.js';
-import { type Db, createDb } from './db/create-db.js';
-import { databaseHealthCheck } from './db/health.js';
+import type { Db } from './db/create-db.js';
+import { buildInfrastructure } from './compose/infrastructure.js';
 import { migrateToLatest } from './db/migrate.js';
 import { createAuthenticate, createCallerResolver } from './http/authenticate.js';
 import { docsRoutes } from './http/docs.js';
@@ -57,7 +43,6 @@ import { createCheckpointer } from '../workflows/checkpointer.js';
 import { type ApiKeysService, createApiKeysModule } from './modules/api-keys/index.js';
 import { type AuthService, KeyEncryption, type KeyRing, createAuthModule } from './modules/auth/index.js';
 import { type HealthService, createHealthModule } from './modules/health/index.js';
-import { authorizationModel } from './modules/authz/index.js';
 import { SYSTEM } from './ports/subjects.js';
 import { type ServicePrincipalsService, createServicePrincipalsModule } from './modules/service-principals/index.js';
 import { type UsersService, createUsersModule } from './modules/users/index.js';
@@ -142,26 +127,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const now = overrides.now ?? (() => new Date());
   const lifecycle = new Lifecycle();
   const metrics = createMetrics();
-  const db = createDb(config.database);
-  const redis = config.redis ? createRedisClient(config.redis.url, logger) : undefined;
   const announce = overrides.announce ?? ((message: string) => process.stderr.write(`${message}\n`));
-  const clock = { now: () => now().getTime() };
-  const stores = redis
-    ? {
-        sessions: createRedisSessionStore(redis, { prefix: config.redis!.prefix, ...clock }),
-        counters: createRedisCounterStore(redis, { prefix: config.redis!.prefix, ...clock }),
-        ephemeral: createRedisEphemeralStore(redis, { prefix: config.redis!.prefix, ...clock }),
-      }
-    : {
-        sessions: createMemorySessionStore(clock),
-        counters: createMemoryCounterStore(clock),
-        ephemeral: createMemoryEphemeralStore(clock),
-      };
-
-  const authz: AuthzService =
-    config.authz.provider === 'openfga'
-      ? createOpenFgaAuthz(config.authz, authorizationModel())
-      : createEmbeddedAuthz(db, authorizationModel(), now);
+  const { db, redis, stores, authz, llm, ...infrastructure } = buildInfrastructure(config, { logger, now });
   const systemModule = createSystemModule({ db: db.kysely, now });
   const system = systemModule.service;
   const usersModule = createUsersModule({ db: db.kysely, authz, now });
@@ -211,25 +178,11 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     now,
   });
   const { health, startup } = healthModule.service;
-  healthModule.service.register([
-    databaseHealthCheck(db),
-    redis && config.redis ? redisSessionStoreHealthCheck(redis, config.redis.url) : memorySessionStoreHealthCheck(),
-    authz.healthCheck(),
-    config.auth.oidc ? oidcIdentityHealthCheck(config.auth.oidc) : localIdentityHealthCheck(db),
-  ]);
-  const llm: LlmProvider =
-    config.llm.provider === 'openai'
-      ? createOpenAiLlm({
-          baseUrl: config.llm.baseUrl,
-          model: config.llm.model,
-          ...(config.llm.apiKey && { apiKey: config.llm.apiKey }),
-        })
-      : createOfflineLlm();
-  healthModule.service.register([llm.healthCheck()]);
+  healthModule.service.register(infrastructure.healthChecks);
 
   const conversationsModule = createConversationsModule({ db: db.kysely, authz, now });
   const conversations = conversationsModule.service;
-  const search = config.searchUrl ? createSearxngSearch(config.searchUrl) : createEmbeddedSearch(conversations);
+  const search = infrastructure.search(conversations);
   const mcpMetrics = createMcpMetrics(metrics.registry);
   const policy = new McpPolicy({ authz, counters: stores.counters, limits: config.mcp, now });
   const agentModule = createAgentModule({

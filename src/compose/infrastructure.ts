@@ -1,0 +1,94 @@
+import type { Redis } from 'ioredis';
+import { createEmbeddedAuthz } from '../adapters/authz/embedded.js';
+import { createOpenFgaAuthz } from '../adapters/authz/openfga.js';
+import type { AuthzService } from '../adapters/authz/port.js';
+import { createMemoryCounterStore } from '../adapters/counters/memory.js';
+import type { CounterStore } from '../adapters/counters/port.js';
+import { createRedisCounterStore } from '../adapters/counters/redis.js';
+import { createMemoryEphemeralStore } from '../adapters/ephemeral/memory.js';
+import type { EphemeralStore } from '../adapters/ephemeral/port.js';
+import { createRedisEphemeralStore } from '../adapters/ephemeral/redis.js';
+import { localIdentityHealthCheck, oidcIdentityHealthCheck } from '../adapters/identity/health.js';
+import { createOfflineLlm } from '../adapters/llm/offline.js';
+import { createOpenAiLlm } from '../adapters/llm/openai.js';
+import type { LlmProvider } from '../adapters/llm/port.js';
+import { createRedisClient } from '../adapters/redis/redis.js';
+import { createEmbeddedSearch } from '../adapters/search/embedded.js';
+import type { ConversationSearcher, WebSearch } from '../adapters/search/port.js';
+import { createSearxngSearch } from '../adapters/search/searxng.js';
+import { memorySessionStoreHealthCheck, redisSessionStoreHealthCheck } from '../adapters/session-store/health.js';
+import { createMemorySessionStore } from '../adapters/session-store/memory.js';
+import type { SessionStore } from '../adapters/session-store/port.js';
+import { createRedisSessionStore } from '../adapters/session-store/redis.js';
+import type { Config } from '../config.js';
+import { type Db, createDb } from '../db/create-db.js';
+import { databaseHealthCheck } from '../db/health.js';
+import type { Logger } from '../logger.js';
+import { authorizationModel } from '../modules/authz/index.js';
+import type { HealthCheck } from '../ports/health.js';
+
+export interface Stores {
+  sessions: SessionStore;
+  counters: CounterStore;
+  ephemeral: EphemeralStore;
+}
+
+/** The adapters the configuration picks: each port's embedded default, or the real service it names. */
+export interface Infrastructure {
+  db: Db;
+  redis: Redis | undefined;
+  stores: Stores;
+  authz: AuthzService;
+  llm: LlmProvider;
+  /** Web search; the embedded default searches the documentation and the caller's conversations. */
+  search(conversations: ConversationSearcher): WebSearch;
+  /** The checks of every dependency built here (database, session store, authorization, identity, LLM). */
+  healthChecks: HealthCheck[];
+}
+
+export function buildInfrastructure(config: Config, deps: { logger: Logger; now: () => Date }): Infrastructure {
+  const { logger, now } = deps;
+  const db = createDb(config.database);
+  const redis = config.redis ? createRedisClient(config.redis.url, logger) : undefined;
+  const clock = { now: () => now().getTime() };
+  const stores: Stores =
+    redis && config.redis
+      ? {
+          sessions: createRedisSessionStore(redis, { prefix: config.redis.prefix, ...clock }),
+          counters: createRedisCounterStore(redis, { prefix: config.redis.prefix, ...clock }),
+          ephemeral: createRedisEphemeralStore(redis, { prefix: config.redis.prefix, ...clock }),
+        }
+      : {
+          sessions: createMemorySessionStore(clock),
+          counters: createMemoryCounterStore(clock),
+          ephemeral: createMemoryEphemeralStore(clock),
+        };
+  const authz =
+    config.authz.provider === 'openfga'
+      ? createOpenFgaAuthz(config.authz, authorizationModel())
+      : createEmbeddedAuthz(db, authorizationModel(), now);
+  const llm =
+    config.llm.provider === 'openai'
+      ? createOpenAiLlm({
+          baseUrl: config.llm.baseUrl,
+          model: config.llm.model,
+          ...(config.llm.apiKey && { apiKey: config.llm.apiKey }),
+        })
+      : createOfflineLlm();
+  return {
+    db,
+    redis,
+    stores,
+    authz,
+    llm,
+    search: (conversations) =>
+      config.searchUrl ? createSearxngSearch(config.searchUrl) : createEmbeddedSearch(conversations),
+    healthChecks: [
+      databaseHealthCheck(db),
+      redis && config.redis ? redisSessionStoreHealthCheck(redis, config.redis.url) : memorySessionStoreHealthCheck(),
+      authz.healthCheck(),
+      config.auth.oidc ? oidcIdentityHealthCheck(config.auth.oidc) : localIdentityHealthCheck(db),
+      llm.healthCheck(),
+    ],
+  };
+}
