@@ -130,6 +130,58 @@ function searchQuery(body: unknown): ListQuery {
   };
 }
 
+/** The two routes of a discovery document type (RFC 7644 §4): all of them, and one by `param`. */
+function discoveryRoutes(
+  docs: {
+    plural: string;
+    one: string;
+    param: string;
+    maxLength: number;
+    summary: string;
+    oneSummary: string;
+    missing: string;
+  },
+  list: () => unknown,
+  get: (key: string) => unknown,
+  context: (req: Request) => Promise<ScimContext>,
+) {
+  const { plural, one, param } = docs;
+  return [
+    defineRoute({
+      method: 'get',
+      path: `/${plural}`,
+      operationId: `scimList${plural}`,
+      summary: docs.summary,
+      tags: TAGS,
+      access: 'authenticated',
+      responses: { 200: { description: plural, schema: ScimDocumentList, ...JSON_OUT }, ...errors },
+      handler: async ({ req }) => {
+        await context(req);
+        return scim(200, list());
+      },
+    }),
+    defineRoute({
+      method: 'get',
+      path: `/${plural}/:${param}`,
+      operationId: `scimGet${one}`,
+      summary: docs.oneSummary,
+      tags: TAGS,
+      access: 'authenticated',
+      request: { params: z.object({ [param]: z.string().max(docs.maxLength) }) },
+      responses: {
+        200: { description: one, schema: ScimDocument, ...JSON_OUT },
+        ...errors,
+        404: { description: docs.missing },
+      },
+      handler: async ({ params, req }) => {
+        await context(req);
+        // The schema above requires the parameter, so it is there.
+        return scim(200, get(params[param]!));
+      },
+    }),
+  ];
+}
+
 /** What the routes of one resource type say of it, in OpenAPI, beyond what its name gives. */
 interface ResourceDocs {
   type: 'User' | 'Group';
@@ -275,29 +327,25 @@ function resourceRoutes(
       responses: { 200: found, ...errors, 404: { description: `No such ${noun} (scimType notFound)` } },
       handler: ({ params, query, req }) => read(req, () => endpoint.get(idOf(params), projectionOf(query))),
     }),
-    defineRoute({
-      method: 'put',
-      path: one,
-      operationId: `scimReplace${type}`,
-      ...docs.replace,
-      tags: TAGS,
-      access: 'authenticated',
-      request: { params, body: docs.request, bodyContentTypes: SCIM_BODY_TYPES },
-      responses: { 200: found, ...errors, ...missing, ...taken },
-      handler: async ({ params, body, req }) =>
-        scim(200, await endpoint.replace(await context(req), idOf(params), body)),
-    }),
-    defineRoute({
-      method: 'patch',
-      path: one,
-      operationId: `scimPatch${type}`,
-      ...docs.patch,
-      tags: TAGS,
-      access: 'authenticated',
-      request: { params, body: ScimPatchRequest, bodyContentTypes: SCIM_BODY_TYPES },
-      responses: { 200: found, ...errors, ...missing, ...taken },
-      handler: async ({ params, body, req }) => scim(200, await endpoint.patch(await context(req), idOf(params), body)),
-    }),
+    // PUT replaces the resource, PATCH applies operations to it: the same route otherwise.
+    ...(
+      [
+        ['put', 'Replace', docs.replace, docs.request, endpoint.replace],
+        ['patch', 'Patch', docs.patch, ScimPatchRequest, endpoint.patch],
+      ] as const
+    ).map(([method, verb, text, request, change]) =>
+      defineRoute({
+        method,
+        path: one,
+        operationId: `scim${verb}${type}`,
+        ...text,
+        tags: TAGS,
+        access: 'authenticated',
+        request: { params, body: request, bodyContentTypes: SCIM_BODY_TYPES },
+        responses: { 200: found, ...errors, ...missing, ...taken },
+        handler: async ({ params, body, req }) => scim(200, await change(await context(req), idOf(params), body)),
+      }),
+    ),
     defineRoute({
       method: 'delete',
       path: one,
@@ -342,68 +390,34 @@ export function scimRoutes(service: ScimService): RouteGroup {
           return scim(200, service.serviceProviderConfig());
         },
       }),
-      defineRoute({
-        method: 'get',
-        path: '/ResourceTypes',
-        operationId: 'scimListResourceTypes',
-        summary: 'The resource types: User (with the enterprise extension) and Group',
-        tags: TAGS,
-        access: 'authenticated',
-        responses: { 200: { description: 'ResourceTypes', schema: ScimDocumentList, ...JSON_OUT }, ...errors },
-        handler: async ({ req }) => {
-          await context(req);
-          return scim(200, service.resourceTypes());
+      ...discoveryRoutes(
+        {
+          plural: 'ResourceTypes',
+          one: 'ResourceType',
+          param: 'name',
+          maxLength: 64,
+          summary: 'The resource types: User (with the enterprise extension) and Group',
+          oneSummary: 'One resource type',
+          missing: 'No such resource type',
         },
-      }),
-      defineRoute({
-        method: 'get',
-        path: '/ResourceTypes/:name',
-        operationId: 'scimGetResourceType',
-        summary: 'One resource type',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { params: z.object({ name: z.string().max(64) }) },
-        responses: {
-          200: { description: 'ResourceType', schema: ScimDocument, ...JSON_OUT },
-          ...errors,
-          404: { description: 'No such resource type' },
+        () => service.resourceTypes(),
+        (name) => service.resourceType(name),
+        context,
+      ),
+      ...discoveryRoutes(
+        {
+          plural: 'Schemas',
+          one: 'Schema',
+          param: 'schema_id',
+          maxLength: 256,
+          summary: 'The schemas: User, EnterpriseUser, Group, with every attribute and its characteristics',
+          oneSummary: 'One schema, by URN',
+          missing: 'No such schema',
         },
-        handler: async ({ params, req }) => {
-          await context(req);
-          return scim(200, service.resourceType(params.name));
-        },
-      }),
-      defineRoute({
-        method: 'get',
-        path: '/Schemas',
-        operationId: 'scimListSchemas',
-        summary: 'The schemas: User, EnterpriseUser, Group, with every attribute and its characteristics',
-        tags: TAGS,
-        access: 'authenticated',
-        responses: { 200: { description: 'Schemas', schema: ScimDocumentList, ...JSON_OUT }, ...errors },
-        handler: async ({ req }) => {
-          await context(req);
-          return scim(200, service.schemas());
-        },
-      }),
-      defineRoute({
-        method: 'get',
-        path: '/Schemas/:schema_id',
-        operationId: 'scimGetSchema',
-        summary: 'One schema, by URN',
-        tags: TAGS,
-        access: 'authenticated',
-        request: { params: z.object({ schema_id: z.string().max(256) }) },
-        responses: {
-          200: { description: 'Schema', schema: ScimDocument, ...JSON_OUT },
-          ...errors,
-          404: { description: 'No such schema' },
-        },
-        handler: async ({ params, req }) => {
-          await context(req);
-          return scim(200, service.schema(params.schema_id));
-        },
-      }),
+        () => service.schemas(),
+        (id) => service.schema(id),
+        context,
+      ),
 
       ...resourceRoutes(USERS, service.endpoint('User'), context),
       ...resourceRoutes(GROUPS, service.endpoint('Group'), context),

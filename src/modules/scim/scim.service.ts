@@ -17,31 +17,7 @@ import type { Logger } from '../../logger.js';
 import { type AuditEventType, type AuditRecorder, actorOf } from '../../ports/audit.js';
 import type { Caller } from '../../ports/caller.js';
 import { SYSTEM, groupObject, subjectOf, userObject } from '../../ports/subjects.js';
-import {
-  ADMIN_ROLE,
-  DEFAULT_ROLE,
-  type User,
-  addMembers,
-  allGroupIdsOf,
-  deleteGroup,
-  existingUserIds,
-  findGroupByName,
-  findGroupsByIds,
-  findUser,
-  findUserIdByUsername,
-  groupNameSchema,
-  hashPassword,
-  insertAccount,
-  insertGroup,
-  lockRow,
-  memberTuple,
-  passwordSchema,
-  removeMembers,
-  roleTuple,
-  setUserActive,
-  updateAccount,
-  updateGroup,
-} from '../users/index.js';
+import * as users from '../users/index.js';
 import {
   type Column,
   FilterCompiler,
@@ -111,13 +87,13 @@ export interface ListResponse {
 
 /** What a client can do at a resource type's endpoint (RFC 7644 §3): the same for Users and Groups. */
 export interface ResourceEndpoint {
-  list(query: ListQuery): Promise<ListResponse>;
-  get(id: string, projection?: Projection): Promise<JsonObject>;
-  create(ctx: ScimContext, body: unknown): Promise<JsonObject>;
-  replace(ctx: ScimContext, id: string, body: unknown): Promise<JsonObject>;
-  patch(ctx: ScimContext, id: string, body: unknown): Promise<JsonObject>;
+  list: (query: ListQuery) => Promise<ListResponse>;
+  get: (id: string, projection?: Projection) => Promise<JsonObject>;
+  create: (ctx: ScimContext, body: unknown) => Promise<JsonObject>;
+  replace: (ctx: ScimContext, id: string, body: unknown) => Promise<JsonObject>;
+  patch: (ctx: ScimContext, id: string, body: unknown) => Promise<JsonObject>;
   /** Users are deactivated, groups deleted. */
-  delete(ctx: ScimContext, id: string): Promise<void>;
+  delete: (ctx: ScimContext, id: string) => Promise<void>;
 }
 
 /** The outcome of one Bulk operation; the routes render `error` as a SCIM error body. */
@@ -165,7 +141,7 @@ function restorable(tuple: Tuple): boolean {
 }
 
 /** How the service reads, lists and renders one resource type. */
-interface ResourceKind<L> {
+interface ResourceKind {
   resource: ResourceDef;
   /** The attribute that costs a join, loaded only when the response returns it. */
   expandable: string;
@@ -173,35 +149,54 @@ interface ResourceKind<L> {
   sortable: Record<string, Column>;
   count: (db: Kysely<Database>, where: store.Page['where']) => Promise<number>;
   pageIds: (db: Kysely<Database>, page: store.Page) => Promise<string[]>;
-  load: (db: Kysely<Database>, ids: string[], expand: boolean) => Promise<L[]>;
-  render: (loaded: L, baseUrl: string) => JsonObject;
+  /** The resources with these ids, rendered in full, in the order given (missing ids are skipped). */
+  read: (db: Kysely<Database>, ids: string[], expand: boolean, baseUrl: string) => Promise<JsonObject[]>;
 }
 
-const USERS: ResourceKind<LoadedUser> = {
-  resource: USER_RESOURCE,
-  expandable: 'groups',
-  filters: store.USER_FILTERS,
-  sortable: store.USER_SORT,
-  count: store.countUsers,
-  pageIds: store.pageUserIds,
-  load: store.loadUsers,
-  render: renderUser,
-};
+/** A resource type with the loaded form its changes are computed from. */
+interface LoadableKind<L> extends ResourceKind {
+  load: (db: Kysely<Database>, ids: string[], expand: boolean) => Promise<L[]>;
+}
 
-const GROUPS: ResourceKind<LoadedGroup> = {
-  resource: GROUP_RESOURCE,
-  expandable: 'members',
-  filters: store.GROUP_FILTERS,
-  sortable: store.GROUP_SORT,
-  count: store.countGroups,
-  pageIds: store.pageGroupIds,
-  load: store.loadGroups,
-  render: renderGroup,
-};
+function loadableKind<L>(
+  kind: Omit<LoadableKind<L>, 'read'>,
+  render: (loaded: L, baseUrl: string) => JsonObject,
+): LoadableKind<L> {
+  return {
+    ...kind,
+    read: async (db, ids, expand, baseUrl) => (await kind.load(db, ids, expand)).map((l) => render(l, baseUrl)),
+  };
+}
+
+const USERS = loadableKind<LoadedUser>(
+  {
+    resource: USER_RESOURCE,
+    expandable: 'groups',
+    filters: store.USER_FILTERS,
+    sortable: store.USER_SORT,
+    count: store.countUsers,
+    pageIds: store.pageUserIds,
+    load: store.loadUsers,
+  },
+  renderUser,
+);
+
+const GROUPS = loadableKind<LoadedGroup>(
+  {
+    resource: GROUP_RESOURCE,
+    expandable: 'members',
+    filters: store.GROUP_FILTERS,
+    sortable: store.GROUP_SORT,
+    count: store.countGroups,
+    pageIds: store.pageGroupIds,
+    load: store.loadGroups,
+  },
+  renderGroup,
+);
 
 /** `/Display Name` for groups.name (the path-like group names the rest of the service uses). */
 export function groupPathFor(displayName: string, suffix = ''): string {
-  if (!suffix && groupNameSchema.safeParse(displayName).success) return displayName;
+  if (!suffix && users.groupNameSchema.safeParse(displayName).success) return displayName;
   const ascii = displayName.normalize('NFKD').replace(/[\u0300-\u036f]/g, '');
   const segment = ascii
     .replace(/[^A-Za-z0-9 _.-]+/g, '-')
@@ -285,12 +280,20 @@ export class ScimService {
     };
   }
 
+  listUsers(query: ListQuery): Promise<ListResponse> {
+    return this.#listOf(USERS, query);
+  }
+
+  listGroups(query: ListQuery): Promise<ListResponse> {
+    return this.#listOf(GROUPS, query);
+  }
+
   /** The operations of the `/Users` or `/Groups` endpoint, for the routes and Bulk. */
   endpoint(type: ResourceDef['name']): ResourceEndpoint {
-    const plural = `${type}s` as const;
+    const kind = type === 'User' ? USERS : GROUPS;
     return {
-      list: (query) => this[`list${plural}`](query),
-      get: (id, projection) => this[`get${type}`](id, projection),
+      list: (query) => this.#listOf(kind, query),
+      get: (id, projection) => this.#get(kind, id, projection),
       create: (ctx, body) => this[`create${type}`](ctx, body),
       replace: (ctx, id, body) => this[`replace${type}`](ctx, id, body),
       patch: (ctx, id, body) => this[`patch${type}`](ctx, id, body),
@@ -301,17 +304,9 @@ export class ScimService {
   // -------------------------------------------------------------------------------------------------------------
   // Users
 
-  getUser(id: string, projection: Projection = {}): Promise<JsonObject> {
-    return this.#get(USERS, id, projection);
-  }
-
-  listUsers(query: ListQuery): Promise<ListResponse> {
-    return this.#listOf(USERS, query);
-  }
-
   async createUser(ctx: ScimContext, body: unknown): Promise<JsonObject> {
     const state = parseUser(body);
-    if (await findUserIdByUsername(this.db, state.userName)) throw this.#userNameTaken(state.userName);
+    if (await users.findUserIdByUsername(this.db, state.userName)) throw this.#userNameTaken(state.userName);
     const at = this.now().toISOString();
     const id = randomUUID();
     const active = state.active ?? true;
@@ -322,27 +317,27 @@ export class ScimService {
       email: rows.email?.value ?? null,
       emailVerified: false,
       name: state.name.formatted ?? joinedName(state.name.givenName, state.name.familyName),
-      roles: [DEFAULT_ROLE],
+      roles: [users.DEFAULT_ROLE],
       active,
-      passwordHash: state.password === undefined ? null : await hashPassword(state.password),
+      passwordHash: state.password === undefined ? null : await users.hashPassword(state.password),
       at,
     };
     await this.#uniquely(state, rows.email?.value, () =>
       this.db.transaction().execute(async (trx) => {
-        await insertAccount(trx, account);
+        await users.insertAccount(trx, account);
         await store.writeScimUser(trx, rows.write, false);
       }),
     );
-    if (active) await this.#grantAccess(id, [DEFAULT_ROLE]);
+    if (active) await this.#grantAccess(id, [users.DEFAULT_ROLE]);
     await this.#audit(ctx, 'scim.user.created', id, { userName: state.userName });
-    return this.getUser(id);
+    return this.#get(USERS, id);
   }
 
   async replaceUser(ctx: ScimContext, id: string, body: unknown): Promise<JsonObject> {
     const first = await this.#load(USERS, id, false);
     await this.#protectAdmins(ctx, first.user);
     const state = parseUser(body);
-    const hash = state.password === undefined ? undefined : await hashPassword(state.password);
+    const hash = state.password === undefined ? undefined : await users.hashPassword(state.password);
     return this.#updateUser(ctx, first, state, () => state, hash, 'PUT');
   }
 
@@ -357,13 +352,13 @@ export class ScimService {
     const predicted = parseUser(trial.resource);
     let hash: string | null | undefined;
     if (typeof trial.password === 'string') {
-      const checked = passwordSchema.safeParse(trial.password);
+      const checked = users.passwordSchema.safeParse(trial.password);
       if (!checked.success) {
         throw new BadRequestError(`password ${checked.error.issues[0]?.message ?? 'is not acceptable'}`, {
           scimType: 'invalidValue',
         });
       }
-      hash = await hashPassword(trial.password);
+      hash = await users.hashPassword(trial.password);
     } else if (trial.password === null) {
       hash = null;
     }
@@ -372,7 +367,7 @@ export class ScimService {
 
   /** Deactivates (spec: DELETE keeps the data): sessions end, authorization tuples go, reactivation restores. */
   async deleteUser(ctx: ScimContext, id: string): Promise<void> {
-    const existing = UUID.test(id) ? await findUser(this.db, id) : undefined;
+    const existing = UUID.test(id) ? await users.findUser(this.db, id) : undefined;
     if (!existing) throw notFound('User', id);
     await this.#protectAdmins(ctx, existing);
     await this.#deactivate(existing);
@@ -380,8 +375,8 @@ export class ScimService {
   }
 
   /** A non-administrator provisioner must not take over an administrator's account (by setting its password). */
-  async #protectAdmins(ctx: ScimContext, user: User): Promise<void> {
-    if (!user.roles.includes(ADMIN_ROLE)) return;
+  async #protectAdmins(ctx: ScimContext, user: users.User): Promise<void> {
+    if (!user.roles.includes(users.ADMIN_ROLE)) return;
     if (await this.deps.authz.check(subjectOf(ctx.caller), 'admin', SYSTEM)) return;
     throw new ForbiddenError('Only administrators may change an administrator through SCIM', {
       code: 'AUTH_ACCESS_DENIED',
@@ -403,7 +398,7 @@ export class ScimService {
       return await write();
     } catch (error) {
       if (!isUniqueViolation(error)) throw error;
-      const holder = await findUserIdByUsername(this.db, state.userName);
+      const holder = await users.findUserIdByUsername(this.db, state.userName);
       if (holder && holder !== selfId) throw this.#userNameTaken(state.userName);
       throw new ConflictError(`emails: ${email ?? 'the address'} is already used by another user`, {
         code: 'CONFLICT',
@@ -482,7 +477,7 @@ export class ScimService {
    * users.name is the formatted name: as sent, or given + family name. A formatted name that was only ever
    * derived from the parts follows them when they change (a PATCH of givenName alone renames the user).
    */
-  #formattedName(state: UserState, existing: User, previous: { given: string | null; family: string | null }) {
+  #formattedName(state: UserState, existing: users.User, previous: { given: string | null; family: string | null }) {
     const derived = joinedName(state.name.givenName, state.name.familyName);
     const formatted = state.name.formatted;
     if (formatted === null) return derived;
@@ -508,7 +503,7 @@ export class ScimService {
   ): Promise<JsonObject> {
     const id = first.user.id;
     const at = this.now().toISOString();
-    const holder = await findUserIdByUsername(this.db, predicted.userName);
+    const holder = await users.findUserIdByUsername(this.db, predicted.userName);
     if (holder && holder !== id) throw this.#userNameTaken(predicted.userName);
     // Read before the write: once committed, the tuples are removed and could no longer be kept for reactivation.
     const deactivating = first.user.active && predicted.active === false;
@@ -518,16 +513,16 @@ export class ScimService {
       this.#userRows(id, predicted).email?.value,
       () =>
         this.db.transaction().execute(async (trx) => {
-          await lockRow(trx, this.deps.db.dialect, 'users', id);
+          await users.lockRow(trx, this.deps.db.dialect, 'users', id);
           const [current] = await store.loadUsers(trx, [id], true);
           if (!current) throw notFound('User', id);
           const state = compute(current);
-          const taken = await findUserIdByUsername(trx, state.userName);
+          const taken = await users.findUserIdByUsername(trx, state.userName);
           if (taken && taken !== id) throw this.#userNameTaken(state.userName);
           const rows = this.#userRows(id, state);
           const wasActive = current.user.active;
           const active = state.active ?? wasActive;
-          await updateAccount(trx, current.user, {
+          await users.updateAccount(trx, current.user, {
             username: state.userName,
             email: rows.email?.value ?? null,
             name: this.#formattedName(state, current.user, {
@@ -556,15 +551,15 @@ export class ScimService {
       if (passwordHash !== undefined) await this.deps.revokeUser(id);
     }
     await this.#audit(ctx, event, id, { method, ...(passwordHash !== undefined && { password_changed: true }) });
-    return this.getUser(id);
+    return this.#get(USERS, id);
   }
 
-  async #deactivate(user: User): Promise<void> {
+  async #deactivate(user: users.User): Promise<void> {
     const when = this.now().toISOString();
     if (user.active) {
       const suspended = (await this.deps.authz.read({ user: userObject(user.id) })).filter(restorable);
       await this.db.transaction().execute(async (trx) => {
-        await setUserActive(trx, user.id, false, when);
+        await users.setUserActive(trx, user.id, false, when);
         await store.suspendTuples(trx, user.id, suspended, when);
       });
     }
@@ -579,11 +574,11 @@ export class ScimService {
 
   /** Writes the user's role and group tuples, and restores what a deactivation suspended. Idempotent. */
   async #grantAccess(userId: string, roles: string[]): Promise<void> {
-    const groupIds = await allGroupIdsOf(this.db, userId);
+    const groupIds = await users.allGroupIdsOf(this.db, userId);
     const suspended = await store.suspendedTuples(this.db, userId);
     await this.#writeTuples([
-      ...roles.map((role) => roleTuple(userId, role)),
-      ...groupIds.map((groupId) => memberTuple(userId, groupId)),
+      ...roles.map((role) => users.roleTuple(userId, role)),
+      ...groupIds.map((groupId) => users.memberTuple(userId, groupId)),
       ...suspended.map((t) => ({ user: userObject(userId), relation: t.relation, object: t.object })),
     ]);
     if (suspended.length > 0) await store.forgetSuspendedTuples(this.db, userId);
@@ -601,14 +596,6 @@ export class ScimService {
   // -------------------------------------------------------------------------------------------------------------
   // Groups
 
-  getGroup(id: string, projection: Projection = {}): Promise<JsonObject> {
-    return this.#get(GROUPS, id, projection);
-  }
-
-  listGroups(query: ListQuery): Promise<ListResponse> {
-    return this.#listOf(GROUPS, query);
-  }
-
   async createGroup(ctx: ScimContext, body: unknown): Promise<JsonObject> {
     const state = parseGroup(body);
     await this.#checkMembers(this.db, state.members);
@@ -618,16 +605,16 @@ export class ScimService {
         const name = await this.#freeGroupPath(trx, state.displayName, undefined);
         // A group of that path made by single sign-on claims is the same group: SCIM adopts it.
         const groupId = name.adopt ?? randomUUID();
-        if (name.adopt) await updateGroup(trx, groupId, { at });
-        else await insertGroup(trx, { id: groupId, name: name.path, at }, { ifAbsent: false });
+        if (name.adopt) await users.updateGroup(trx, groupId, { at });
+        else await users.insertGroup(trx, { id: groupId, name: name.path, at }, { ifAbsent: false });
         await store.upsertScimGroup(trx, this.#scimGroupRow(groupId, state));
-        await addMembers(trx, groupId, state.members, at);
+        await users.addMembers(trx, groupId, state.members, at);
         return groupId;
       }),
     );
     await this.#writeMemberTuples(id, state.members);
     await this.#audit(ctx, 'scim.group.created', null, { group_id: id, members: state.members.length });
-    return this.getGroup(id);
+    return this.#get(GROUPS, id);
   }
 
   async replaceGroup(ctx: ScimContext, id: string, body: unknown): Promise<JsonObject> {
@@ -657,8 +644,8 @@ export class ScimService {
   }
 
   async deleteGroup(ctx: ScimContext, id: string): Promise<void> {
-    if (!UUID.test(id) || (await findGroupsByIds(this.db, [id])).length === 0) throw notFound('Group', id);
-    await this.db.transaction().execute((trx) => deleteGroup(trx, id));
+    if (!UUID.test(id) || (await users.findGroupsByIds(this.db, [id])).length === 0) throw notFound('Group', id);
+    await this.db.transaction().execute((trx) => users.deleteGroup(trx, id));
     await this.deps.authz.removeAllFor(groupObject(id));
     await this.#audit(ctx, 'scim.group.deleted', null, { group_id: id });
   }
@@ -689,7 +676,7 @@ export class ScimService {
       predicted.displayName,
       () =>
         this.db.transaction().execute(async (trx) => {
-          await lockRow(trx, this.deps.db.dialect, 'groups', id);
+          await users.lockRow(trx, this.deps.db.dialect, 'groups', id);
           const [current] = await store.loadGroups(trx, [id], true);
           if (!current) throw notFound('Group', id);
           const state = compute(current);
@@ -701,15 +688,15 @@ export class ScimService {
           // The path-like name follows a changed displayName; an unchanged one keeps its name.
           const renamed = (current.scim?.display_name ?? current.group.name) !== state.displayName;
           const name = renamed ? await this.#freeGroupPath(trx, state.displayName, id) : undefined;
-          await updateGroup(trx, id, { ...(name && !name.adopt && { name: name.path }), at });
+          await users.updateGroup(trx, id, { ...(name && !name.adopt && { name: name.path }), at });
           await store.upsertScimGroup(trx, this.#scimGroupRow(id, state));
-          await addMembers(trx, id, added, at);
-          await removeMembers(trx, id, removed);
+          await users.addMembers(trx, id, added, at);
+          await users.removeMembers(trx, id, removed);
           return { added, removed, after: members };
         }),
       id,
     );
-    await this.#deleteTuples(removed.map((userId) => memberTuple(userId, id)));
+    await this.#deleteTuples(removed.map((userId) => users.memberTuple(userId, id)));
     await this.#writeMemberTuples(id, [...new Set([...added, ...touched.filter((m) => after.has(m))])]);
     await this.#audit(ctx, 'scim.group.updated', null, {
       group_id: id,
@@ -717,13 +704,13 @@ export class ScimService {
       members_added: added.length,
       members_removed: removed.length,
     });
-    return this.getGroup(id);
+    return this.#get(GROUPS, id);
   }
 
   /** 400 invalidValue unless every id is a user (Groups are not members: nested groups are not supported). */
   async #checkMembers(db: Kysely<Database>, ids: string[]): Promise<void> {
     const valid = ids.filter((id) => UUID.test(id));
-    const found = await existingUserIds(db, valid);
+    const found = await users.existingUserIds(db, valid);
     const missing = ids.find((id) => !found.has(id));
     if (missing !== undefined) {
       throw new BadRequestError(`members: no User with id ${missing}`, { scimType: 'invalidValue' });
@@ -732,8 +719,8 @@ export class ScimService {
 
   /** Member tuples of the active users among `userIds` (an inactive user gets theirs back on reactivation). */
   async #writeMemberTuples(groupId: string, userIds: string[]): Promise<void> {
-    const active = await existingUserIds(this.db, userIds, true);
-    await this.#writeTuples([...active].map((userId) => memberTuple(userId, groupId)));
+    const active = await users.existingUserIds(this.db, userIds, true);
+    await this.#writeTuples([...active].map((userId) => users.memberTuple(userId, groupId)));
   }
 
   /** 409 uniqueness when another SCIM group has this displayName (regardless of case), or wins a race to it. */
@@ -761,7 +748,7 @@ export class ScimService {
   ): Promise<{ path: string; adopt?: string }> {
     for (let n = 1; n <= 100; n++) {
       const path = groupPathFor(displayName, n === 1 ? '' : `-${n}`);
-      const holder = await findGroupByName(db, path);
+      const holder = await users.findGroupByName(db, path);
       if (!holder || holder.id === selfId) return { path };
       if (selfId === undefined && !(await store.isScimGroup(db, holder.id))) return { path, adopt: holder.id };
     }
@@ -772,31 +759,34 @@ export class ScimService {
   // Reading and listing, the same for every resource type
 
   /** One resource; with `expand`, its expandable attribute (a user's groups, a group's members) too. 404 if none. */
-  async #load<L>(kind: ResourceKind<L>, id: string, expand: boolean): Promise<L> {
+  async #load<L>(kind: LoadableKind<L>, id: string, expand: boolean): Promise<L> {
     const [loaded] = UUID.test(id) ? await kind.load(this.db, [id], expand) : [];
     if (!loaded) throw notFound(kind.resource.name, id);
     return loaded;
   }
 
-  async #get<L>(kind: ResourceKind<L>, id: string, projection: Projection): Promise<JsonObject> {
+  async #get(kind: ResourceKind, id: string, projection: Projection = {}): Promise<JsonObject> {
     const { attributes, excludedAttributes } = projection;
-    const loaded = await this.#load(kind, id, wants(kind.resource, kind.expandable, attributes, excludedAttributes));
-    return project(kind.resource, kind.render(loaded, this.baseUrl), attributes, excludedAttributes);
+    const expand = wants(kind.resource, kind.expandable, attributes, excludedAttributes);
+    const [resource] = UUID.test(id) ? await kind.read(this.db, [id], expand, this.baseUrl) : [];
+    if (!resource) throw notFound(kind.resource.name, id);
+    return project(kind.resource, resource, attributes, excludedAttributes);
   }
 
-  async #listOf<L>(kind: ResourceKind<L>, query: ListQuery): Promise<ListResponse> {
+  async #listOf(kind: ResourceKind, query: ListQuery): Promise<ListResponse> {
     const { attributes, excludedAttributes } = query;
     const page = this.#page(query, kind);
     const [total, ids] = await Promise.all([kind.count(this.db, page.where), kind.pageIds(this.db, page)]);
-    const loaded = await kind.load(this.db, ids, wants(kind.resource, kind.expandable, attributes, excludedAttributes));
+    const expand = wants(kind.resource, kind.expandable, attributes, excludedAttributes);
+    const resources = await kind.read(this.db, ids, expand, this.baseUrl);
     return this.#listResponse(
       query,
       total,
-      loaded.map((l) => project(kind.resource, kind.render(l, this.baseUrl), attributes, excludedAttributes)),
+      resources.map((r) => project(kind.resource, r, attributes, excludedAttributes)),
     );
   }
 
-  #page<L>(query: ListQuery, { resource, filters, sortable }: ResourceKind<L>): store.Page {
+  #page(query: ListQuery, { resource, filters, sortable }: ResourceKind): store.Page {
     const compiler = new FilterCompiler(filters, this.deps.db.dialect);
     const where = query.filter === undefined ? undefined : compiler.compile(parseFilter(query.filter));
     let order: store.Page['order'];

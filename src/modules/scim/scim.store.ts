@@ -100,18 +100,39 @@ const ADDRESSES: ValueSource = {
     sql<SqlBool>`u.id IN (SELECT a.user_id FROM scim_user_addresses a${where ? sql` WHERE ${where}` : sql``})`,
 };
 
-const USER_GROUPS: ValueSource = {
-  columns: {
-    // Ids are lower-case UUIDs: comparing them with a lower-cased operand is the case-insensitive comparison.
-    value: column('gm.group_id', false, true),
-    display: expression(sql`coalesce(gsg.display_name, gg.name)`, false),
-    type: expression(sql.lit('direct'), false),
+/**
+ * The other side of group_members (`gm`): a user's groups, a group's members. `owner` is the id it belongs to,
+ * `joins` bring in what names the other side.
+ */
+function memberships(
+  of: { owner: string; side: 'user_id' | 'group_id'; joins: string },
+  display: string,
+  type: string,
+) {
+  const other = of.side === 'user_id' ? 'group_id' : 'user_id';
+  return {
+    columns: {
+      // Ids are lower-case UUIDs: comparing them with a lower-cased operand is the case-insensitive comparison.
+      value: column(`gm.${other}`, false, true),
+      display: expression(sql.raw(display), false),
+      type: expression(sql.lit(type), false),
+    },
+    some: (where) =>
+      sql<SqlBool>`${sql.raw(`${of.owner} IN (SELECT gm.${of.side} FROM group_members gm ${of.joins}`)}${
+        where ? sql` WHERE ${where}` : sql``
+      })`,
+  } satisfies ValueSource;
+}
+
+const USER_GROUPS = memberships(
+  {
+    owner: 'u.id',
+    side: 'user_id',
+    joins: 'JOIN groups gg ON gg.id = gm.group_id LEFT JOIN scim_groups gsg ON gsg.group_id = gg.id',
   },
-  some: (where) =>
-    sql<SqlBool>`u.id IN (SELECT gm.user_id FROM group_members gm JOIN groups gg ON gg.id = gm.group_id LEFT JOIN scim_groups gsg ON gsg.group_id = gg.id${
-      where ? sql` WHERE ${where}` : sql``
-    })`,
-};
+  'coalesce(gsg.display_name, gg.name)',
+  'direct',
+);
 
 export const USER_FILTERS = filterMapping(USER_RESOURCE, 'u', {
   externalId: { kind: 'column', column: column('su.external_id') },
@@ -349,17 +370,15 @@ export async function forgetSuspendedTuples(db: Executor, userId: string): Promi
 // ---------------------------------------------------------------------------------------------------------------
 // Groups: `groups g LEFT JOIN scim_groups sg`
 
-const GROUP_MEMBERS: ValueSource = {
-  columns: {
-    value: column('gm.user_id', false, true),
-    display: expression(sql`coalesce(msu.display_name, mu.username)`, false),
-    type: expression(sql.lit('User'), false),
+const GROUP_MEMBERS = memberships(
+  {
+    owner: 'g.id',
+    side: 'group_id',
+    joins: 'JOIN users mu ON mu.id = gm.user_id LEFT JOIN scim_users msu ON msu.user_id = mu.id',
   },
-  some: (where) =>
-    sql<SqlBool>`g.id IN (SELECT gm.group_id FROM group_members gm JOIN users mu ON mu.id = gm.user_id LEFT JOIN scim_users msu ON msu.user_id = mu.id${
-      where ? sql` WHERE ${where}` : sql``
-    })`,
-};
+  'coalesce(msu.display_name, mu.username)',
+  'User',
+);
 
 export const GROUP_FILTERS = filterMapping(GROUP_RESOURCE, 'g', {
   externalId: { kind: 'column', column: column('sg.external_id') },

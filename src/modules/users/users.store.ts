@@ -40,17 +40,10 @@ export function rowToUser(row: UserRow): User {
 }
 
 /** What a new account is made of; the case-folded keys are derived here. */
-export interface NewAccount {
-  id: string;
-  username: string;
-  email: string | null;
-  emailVerified: boolean;
-  name: string | null;
-  roles: string[];
-  active: boolean;
+export type NewAccount = Pick<User, 'id' | 'username' | 'email' | 'emailVerified' | 'name' | 'roles' | 'active'> & {
   passwordHash: string | null;
   at: string;
-}
+};
 
 export function accountRow(account: NewAccount): UserRow {
   return {
