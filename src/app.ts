@@ -114,7 +114,7 @@ const STARTUP_STEPS: Record<string, string> = {
   llm_provider: 'llm_connection',
 };
 
-/** A module's gated routes on a listener. */
+/** A module's routes on a listener (they answer once start-up has finished). */
 const routesOf = (module: Module<unknown>, listener: ListenerName = 'main'): RouteGroup[] =>
   module.routes?.[listener] ?? [];
 /** A module's routes that answer from the start, on a listener. */
@@ -261,7 +261,6 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     wwwAuthenticate: challenge,
   });
 
-  const versionModule = createVersionModule();
   /**
    * Every module, in the order they start (and, reversed, stop). The system and health modules are not listed:
    * health answers from the first moment, and the installation is recorded as soon as the schema is migrated.
@@ -275,7 +274,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     conversationsModule,
     agentModule,
     dataSubjectModule,
-    versionModule,
+    createVersionModule(),
   ];
 
   const listeners = new Map<ListenerName, HttpListener>();
@@ -283,21 +282,22 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     main: {
       alwaysOn: [...openRoutesOf(healthModule), metricsRoutes(metrics)],
       gated: [
-        ...routesOf(versionModule),
-        ...routesOf(authModule),
-        ...routesOf(apiKeysModule),
-        ...routesOf(principalsModule),
+        ...modules.flatMap((module) => routesOf(module)),
+        // The MCP wires.
         ...restRoutes({ core: mcp, chat, lifecycle }),
         streamable.routes(),
         ...sse.routes(),
-        // ROUTES: route groups of further modules go here, one line each.
         scimRoutes(scim),
-        ...routesOf(auditModule),
-        ...routesOf(dataSubjectModule),
       ],
     },
-    playground: { alwaysOn: openRoutesOf(healthModule, 'playground'), gated: [] },
-    builder: { alwaysOn: openRoutesOf(healthModule, 'builder'), gated: [] },
+    playground: {
+      alwaysOn: openRoutesOf(healthModule, 'playground'),
+      gated: modules.flatMap((module) => routesOf(module, 'playground')),
+    },
+    builder: {
+      alwaysOn: openRoutesOf(healthModule, 'builder'),
+      gated: modules.flatMap((module) => routesOf(module, 'builder')),
+    },
   };
 
   let openApi: unknown;
