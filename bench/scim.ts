@@ -15,7 +15,7 @@ const TITLES = ['Engineer', 'Designer', 'Manager', 'Analyst', 'Support'];
 
 async function seed(app: ReturnType<typeof buildApp>): Promise<void> {
   const at = new Date().toISOString();
-  const db = app.db.kysely;
+  const db = app.infrastructure.db.kysely;
   for (let start = 0; start < USERS; start += 500) {
     const ids = Array.from({ length: Math.min(500, USERS - start) }, () => randomUUID());
     await db.transaction().execute(async (trx) => {

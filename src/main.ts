@@ -79,9 +79,9 @@ async function serve(config: Config): Promise<void> {
  */
 export async function stdioCaller(app: App): Promise<Caller> {
   const { apiKey, username } = app.config.mcp.stdio;
-  if (apiKey) return { ...(await app.apiKeys.authenticate(apiKey)), via: 'stdio' };
+  if (apiKey) return { ...(await app.services.apiKeys.authenticate(apiKey)), via: 'stdio' };
   const name = username ?? app.config.auth.adminUsername;
-  const user = await app.users.getByUsername(name);
+  const user = await app.services.users.getByUsername(name);
   if (!user?.active) throw new UnauthorizedError(`No active user named ${name} for the stdio session (set STDIO_USER)`);
   return {
     kind: 'user',
@@ -102,7 +102,7 @@ async function stdio(config: Config): Promise<void> {
   process.once('SIGINT', stop);
   try {
     await app.start({ listen: false });
-    await serveStdio({ core: app.mcp, lifecycle: app.lifecycle, logger, caller: await stdioCaller(app) });
+    await serveStdio({ core: app.services.mcp, lifecycle: app.lifecycle, logger, caller: await stdioCaller(app) });
   } catch (err) {
     logger.fatal({ err }, 'stdio session failed');
     await app.close().catch(() => undefined);

@@ -21,14 +21,15 @@ export interface CredentialVerifiers {
   apiKey?: (key: string) => Promise<Caller>;
 }
 
+/** Establishes the caller from request headers, or throws UnauthorizedError. */
+export type CallerResolver = (headers: IncomingHttpHeaders) => Promise<Caller>;
+
 /**
  * Establishes the caller from request headers: `Authorization: Bearer`, then `X-API-Key`, then the `session_id`
  * cookie. A credential that is presented and bad is refused: it never falls back to a weaker credential behind it.
  * Shared by the middleware and the WebSocket upgrade, which has headers but no express request.
  */
-export function createCallerResolver(
-  verifiers: CredentialVerifiers,
-): (headers: IncomingHttpHeaders) => Promise<Caller> {
+export function createCallerResolver(verifiers: CredentialVerifiers): CallerResolver {
   return async (headers) => {
     const authorization = headers.authorization;
     if (authorization !== undefined) {
@@ -49,7 +50,7 @@ export function createCallerResolver(
 }
 
 /** The one authentication middleware of every listener: it sets `req.caller` or answers 401. */
-export function createAuthenticate(resolve: (headers: IncomingHttpHeaders) => Promise<Caller>): RequestHandler {
+export function createAuthenticate(resolve: CallerResolver): RequestHandler {
   return async (req, _res, next) => {
     req.caller = await resolve(req.headers);
     next();

@@ -41,7 +41,7 @@ async function callerFor(app: App, username: string): Promise<Caller> {
 
 async function collect(app: App, turn: AgentTurn): Promise<AgentEvent[]> {
   const events: AgentEvent[] = [];
-  for await (const event of app.agent.run(turn)) events.push(event);
+  for await (const event of app.services.agent.agent().run(turn)) events.push(event);
   return events;
 }
 
@@ -79,14 +79,14 @@ describe('the agent with the offline model', () => {
     expect(usage.completion_tokens).toBe(deltas.length);
     expect(usage.total_tokens).toBe(usage.prompt_tokens + usage.completion_tokens);
 
-    const messages = await app.conversations.messages(conversationId);
+    const messages = await app.services.conversations.messages(conversationId);
     expect(messages.map((m) => [m.role, m.content])).toEqual([
       ['user', 'Hello agent, how are you today?'],
       ['assistant', response.response],
     ]);
     expect(messages.reduce((n, m) => n + m.promptTokens, 0)).toBe(usage.prompt_tokens);
     expect(messages.reduce((n, m) => n + m.completionTokens, 0)).toBe(usage.completion_tokens);
-    const conversation = await app.conversations.access(alice.subject, conversationId);
+    const conversation = await app.services.conversations.access(alice.subject, conversationId);
     expect(conversation).toMatchObject({
       messageCount: 2,
       usage: {
@@ -114,7 +114,7 @@ describe('the agent with the offline model', () => {
     expect(response).toContain(`the tool search_web returned "${quoted}`);
     expect(response).toContain('You asked: "please search for session cookie"');
 
-    const messages = await app.conversations.messages(conversation_id);
+    const messages = await app.services.conversations.messages(conversation_id);
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(messages[1]!.toolCalls).toEqual([
       { id: 'call_1', name: 'search_web', arguments: { query: 'session cookie' } },
@@ -131,7 +131,7 @@ describe('the agent with the offline model', () => {
     const controller = new AbortController();
     const seen: AgentEvent[] = [];
     const run = async () => {
-      for await (const event of app.agent.run({
+      for await (const event of app.services.agent.agent().run({
         caller: alice,
         message: 'A second question that will be cut short',
         conversationId,
@@ -152,7 +152,7 @@ describe('the agent with the offline model', () => {
     expect(seen.slice(0, 2).map((e) => e.type)).toEqual(['started', 'delta']);
     expect(seen.map((e) => e.type)).not.toContain('done');
 
-    const messages = await app.conversations.messages(conversationId);
+    const messages = await app.services.conversations.messages(conversationId);
     expect(messages.map((m) => m.content)).toEqual(['The first question', first.response]);
     // The next turn sees the conversation as recorded: the cancelled question is not part of it.
     const next = doneOf(
@@ -174,7 +174,7 @@ describe('the agent with the offline model', () => {
     await expect(attempt).rejects.toBeInstanceOf(NotFoundError);
     await expect(attempt).rejects.toThrow(`Conversation ${bobs.conversation_id} not found`);
 
-    const messages = await app.conversations.messages(bobs.conversation_id);
+    const messages = await app.services.conversations.messages(bobs.conversation_id);
     expect(messages.map((m) => m.content)).toEqual(['Bob’s private notes', bobs.response]);
     // Bob's own next turn sees only his own messages.
     const next = doneOf(
@@ -206,7 +206,7 @@ describe('the agent with a model behind the fake OpenAI-compatible API', () => {
 
     const response = doneOf(events);
     expect(response.response).toBe('Looking it up (3).');
-    const messages = await app.conversations.messages(response.conversation_id);
+    const messages = await app.services.conversations.messages(response.conversation_id);
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant', 'tool', 'assistant']);
     // The last answer was given without tools, so it carries no tool call that nothing will ever answer.
     expect(messages.at(-1)).not.toHaveProperty('toolCalls');
@@ -227,7 +227,7 @@ describe('the agent with a model behind the fake OpenAI-compatible API', () => {
 
   it('offers the model only the tools the caller may use', async () => {
     const { app, alice, fake } = await setUpWithFake();
-    await app.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
+    await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
     fake.replies.push({ text: 'No web for you.' });
 
     doneOf(await collect(app, { caller: alice, message: 'What tools do you have?', mode: 'agent' }));
@@ -260,7 +260,7 @@ describe('the agent with a model behind the fake OpenAI-compatible API', () => {
       tool_call_id: 'call_sneaky',
       content: expect.stringContaining('agent_chat') as unknown,
     });
-    expect(await app.conversations.list(alice.subject, { offset: 0, limit: 10 })).toHaveLength(1);
+    expect(await app.services.conversations.list(alice.subject, { offset: 0, limit: 10 })).toHaveLength(1);
   });
 
   it('cancels a turn while its tool runs and keeps the conversation usable', async () => {
@@ -271,7 +271,7 @@ describe('the agent with a model behind the fake OpenAI-compatible API', () => {
 
     const controller = new AbortController();
     const run = async () => {
-      for await (const event of app.agent.run({
+      for await (const event of app.services.agent.agent().run({
         caller: alice,
         message: 'Search something',
         conversationId: first.conversation_id,
@@ -282,7 +282,10 @@ describe('the agent with a model behind the fake OpenAI-compatible API', () => {
       }
     };
     await expect(run()).rejects.toMatchObject({ name: 'AbortError' });
-    expect((await app.conversations.messages(first.conversation_id)).map((m) => m.role)).toEqual(['user', 'assistant']);
+    expect((await app.services.conversations.messages(first.conversation_id)).map((m) => m.role)).toEqual([
+      'user',
+      'assistant',
+    ]);
 
     fake.replies.push({ text: 'Still here.' });
     const next = doneOf(

@@ -156,7 +156,7 @@ describe.each(Object.keys(entryPoints))('%s', (name) => {
 
   it('offers only the tools the caller may use, and runs them with the caller’s rights', async () => {
     const { app, alice, bob } = await setUp();
-    await app.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
+    await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
 
     // search_web is not offered any more, nor are the tools that run the agent itself.
     const refused = await send(app, alice, '/tool search_web {"query": "session cookie"}');
@@ -186,7 +186,9 @@ describe('the tools offered to a model behind the fake OpenAI-compatible API', (
     const fake = await startFakeOpenAi([MODEL]);
     fakes.push(fake);
     const { app, alice } = await setUp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: MODEL });
-    await app.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:conversation_search' }]);
+    await app.infrastructure.authz.delete([
+      { user: 'user:*', relation: 'executor', object: 'tool:conversation_search' },
+    ]);
     const offered = () =>
       fake.requests
         .filter((r) => r.method === 'POST' && r.path === '/v1/chat/completions')

@@ -167,12 +167,12 @@ describe('the agent through POST /mcp/tools/call with an OpenAI-compatible model
   it('fails a turn with a clear error when the provider does not answer within the client timeout', async () => {
     const { fake, app } = await setUp();
     fake.delayMs = 60_000; // the fake's close() ends the wait
-    const user = await app.users.getByUsername('alice');
+    const user = await app.services.users.getByUsername('alice');
     const agent = createAgent({
       llm: createOpenAiLlm({ baseUrl: fake.url, model: MODEL, timeoutMs: 200, maxRetries: 0 }),
-      conversations: app.conversations,
-      tools: app.mcp.deps.server.executor,
-      checkpointer: await createCheckpointer(app.db),
+      conversations: app.services.conversations,
+      tools: app.services.mcp.deps.server.executor,
+      checkpointer: await createCheckpointer(app.infrastructure.db),
       logger: app.logger,
     });
     const caller: Caller = {
@@ -189,7 +189,7 @@ describe('the agent through POST /mcp/tools/call with an OpenAI-compatible model
     await expect(turn).rejects.toBeInstanceOf(ServiceUnavailableError);
     await expect(turn).rejects.toThrow('LLM provider did not answer within 200 ms');
     expect(chatBodies(fake)).toHaveLength(1);
-    const [conversation] = await app.conversations.list(`user:${user!.id}`, { offset: 0, limit: 10 });
+    const [conversation] = await app.services.conversations.list(`user:${user!.id}`, { offset: 0, limit: 10 });
     expect(conversation).toMatchObject({ messageCount: 0 });
   });
 });

@@ -28,7 +28,7 @@ const login = async (app: App, username: string, password = PASSWORD) =>
 
 /** Every event of the given type, oldest first. */
 async function eventsOf(app: App, type: string): Promise<AuditEntry[]> {
-  return (await app.audit.list({ type }, { offset: 0, limit: 1000 })).items.reverse();
+  return (await app.services.audit.list({ type }, { offset: 0, limit: 1000 })).items.reverse();
 }
 
 describe('audit events', () => {
@@ -59,9 +59,9 @@ describe('audit events', () => {
     ]);
     expect(failed[0]).toMatchObject({ ip_address: '127.0.0.1', user_agent: AGENT });
     for (const typed of ['wrong-password-1', 'hunter2-typed-secret', 'ghost-account', PASSWORD]) {
-      expect(await tablesContaining(app.db, typed)).toEqual([]);
+      expect(await tablesContaining(app.infrastructure.db, typed)).toEqual([]);
     }
-    expect(await tablesContaining(app.db, ok.access_token as string)).toEqual([]);
+    expect(await tablesContaining(app.infrastructure.db, ok.access_token as string)).toEqual([]);
   });
 
   it('records logouts and refresh-token reuse (token mode)', async () => {
@@ -117,7 +117,7 @@ describe('audit events', () => {
     const rotated = await call(app, 'POST', `/api/v1/api-keys/${keyId}/rotate`, { token, headers });
     await call(app, 'DELETE', `/api/v1/api-keys/${keyId}`, { token, headers });
 
-    const events = (await app.audit.list({ userId: alice.id }, { offset: 0, limit: 100 })).items.reverse();
+    const events = (await app.services.audit.list({ userId: alice.id }, { offset: 0, limit: 100 })).items.reverse();
     expect(events.filter((e) => e.event_type.startsWith('api_key.')).map((e) => [e.event_type, e.details])).toEqual([
       ['api_key.created', { key_id: keyId }],
       ['api_key.rotated', { key_id: keyId, generation: 2 }],
@@ -125,7 +125,7 @@ describe('audit events', () => {
     ]);
     expect(events.at(-1)).toMatchObject({ actor_id: alice.id, ip_address: '127.0.0.1', user_agent: AGENT });
     for (const key of [created.body.api_key, rotated.body.new_api_key] as string[]) {
-      expect(await tablesContaining(app.db, key)).toEqual([]);
+      expect(await tablesContaining(app.infrastructure.db, key)).toEqual([]);
     }
   });
 
@@ -146,7 +146,7 @@ describe('audit events', () => {
     expect((await grant('sp_secret_pasted_as_id', 'whatever')).status).toBe(401);
     await call(app, 'DELETE', `${base}/billing-bot`, { token, headers });
 
-    const lifecycle = (await app.audit.list({ userId: alice.id }, { offset: 0, limit: 100 })).items
+    const lifecycle = (await app.services.audit.list({ userId: alice.id }, { offset: 0, limit: 100 })).items
       .reverse()
       .filter((e) => e.event_type.startsWith('service_principal.'));
     expect(lifecycle.map((e) => [e.event_type, e.details])).toEqual([
@@ -170,7 +170,7 @@ describe('audit events', () => {
       rotated.body.client_secret,
       'sp_secret_pasted_as_id',
     ] as string[]) {
-      expect(await tablesContaining(app.db, secret)).toEqual([]);
+      expect(await tablesContaining(app.infrastructure.db, secret)).toEqual([]);
     }
   });
 
@@ -189,7 +189,7 @@ describe('audit events', () => {
       });
       expect(res.status).toBe(200);
     }
-    const own = (await app.audit.eventsOf(alice.id)).map((e) => [e.event_type, e.details]);
+    const own = (await app.services.audit.eventsOf(alice.id)).map((e) => [e.event_type, e.details]);
     expect(own).toEqual([
       ['login.succeeded', { method: 'password', session_id: expect.any(String) as unknown }],
       ['profile.updated', { fields: 'name,preferences' }],
@@ -199,10 +199,10 @@ describe('audit events', () => {
     ]);
 
     const erased = await call(app, 'DELETE', '/api/v1/users/me?confirm=true', { token, headers });
-    const pseudonym = await app.audit.pseudonym(alice.id);
+    const pseudonym = await app.services.audit.pseudonym(alice.id);
     expect(pseudonym).toMatch(/^anon:[0-9a-f]{64}$/);
-    expect(await app.audit.eventsOf(alice.id)).toEqual([]);
-    const kept = await app.audit.eventsOf(pseudonym);
+    expect(await app.services.audit.eventsOf(alice.id)).toEqual([]);
+    const kept = await app.services.audit.eventsOf(pseudonym);
     expect(kept.map((e) => e.event_type)).toEqual([...own.map(([type]) => type), 'account.erased']);
     expect(kept.at(-1)).toMatchObject({
       event_id: erased.body.audit_record_id,
@@ -219,7 +219,7 @@ describe('GET /api/v1/audit-log', () => {
     const { app, clock, alice } = await setUp();
     for (let i = 0; i < 30; i++) {
       clock.advance(1_000);
-      await app.audit.record({
+      await app.services.audit.record({
         type: i % 2 === 0 ? 'consent.changed' : 'profile.updated',
         actorId: ['u-1', 'u-2', 'u-3'][i % 3]!,
         subjectId: i === 29 ? 'u-9' : null,

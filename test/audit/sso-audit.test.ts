@@ -47,8 +47,8 @@ it('records single sign-on logins and logouts, and erases an SSO user with their
   };
 
   await signIn();
-  const carol = (await app.users.getByUsername('carol-sso'))!;
-  expect(await app.audit.eventsOf(carol.id)).toMatchObject([
+  const carol = (await app.services.users.getByUsername('carol-sso'))!;
+  expect(await app.services.audit.eventsOf(carol.id)).toMatchObject([
     {
       event_type: 'sso.login',
       actor_id: carol.id,
@@ -57,15 +57,15 @@ it('records single sign-on logins and logouts, and erases an SSO user with their
     },
   ]);
   expect((await browse(`${base}/auth/sso/logout`)).status).toBe(302);
-  expect((await app.audit.eventsOf(carol.id)).map((e) => [e.event_type, e.details.method])).toEqual([
+  expect((await app.services.audit.eventsOf(carol.id)).map((e) => [e.event_type, e.details.method])).toEqual([
     ['sso.login', undefined],
     ['logout', 'sso'],
   ]);
 
   const cookie = await signIn();
-  expect(await app.users.findByIdentity(idp.issuer, 'carol')).toMatchObject({ id: carol.id });
+  expect(await app.services.users.findByIdentity(idp.issuer, 'carol')).toMatchObject({ id: carol.id });
   const erased = await call(app, 'DELETE', '/api/v1/users/me?confirm=true', { cookie });
   expect(erased.status).toBe(200);
-  expect(await app.users.findByIdentity(idp.issuer, 'carol')).toBeUndefined();
-  expect(await app.audit.eventsOf(carol.id)).toEqual([]);
+  expect(await app.services.users.findByIdentity(idp.issuer, 'carol')).toBeUndefined();
+  expect(await app.services.audit.eventsOf(carol.id)).toEqual([]);
 });

@@ -132,7 +132,7 @@ describe('the bootstrap administrator has an email address (ADMIN_EMAIL)', () =>
     const env = { DATABASE_URL: `sqlite:${join(dir, 'agent.db')}`, ADMIN_EMAIL: 'ops@example.com' };
     const first = await start(env);
     // An administrator created by an older version, before ADMIN_EMAIL existed.
-    await first.db.kysely
+    await first.infrastructure.db.kysely
       .updateTable('users')
       .set({ email: null, email_key: null })
       .where('username_key', '=', 'admin')
@@ -140,13 +140,13 @@ describe('the bootstrap administrator has an email address (ADMIN_EMAIL)', () =>
     await stop(first);
 
     const second = await start(env);
-    expect((await second.users.getByUsername('admin'))?.email).toBe('ops@example.com');
-    const admin = (await second.users.getByUsername('admin'))!;
-    await second.users.updateProfile(admin.id, { email: 'boss@example.com' });
+    expect((await second.services.users.getByUsername('admin'))?.email).toBe('ops@example.com');
+    const admin = (await second.services.users.getByUsername('admin'))!;
+    await second.services.users.updateProfile(admin.id, { email: 'boss@example.com' });
     await stop(second);
 
     const third = await start({ ...env, ADMIN_EMAIL: 'other@example.com' });
-    expect((await third.users.getByUsername('admin'))?.email).toBe('boss@example.com');
+    expect((await third.services.users.getByUsername('admin'))?.email).toBe('boss@example.com');
     const login = await call(third, 'POST', '/auth/login', {
       body: { username: 'boss@example.com', password: ADMIN_PASSWORD },
     });

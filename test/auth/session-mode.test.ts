@@ -133,7 +133,7 @@ describe('session mode: login and the session cookie', () => {
     const { app } = await start();
     const alice = await createUser(app, 'alice');
     const { cookie } = await login(app);
-    await app.db.kysely.updateTable('users').set({ active: 0 }).where('id', '=', alice.id).execute();
+    await app.infrastructure.db.kysely.updateTable('users').set({ active: 0 }).where('id', '=', alice.id).execute();
     expect((await call(app, 'GET', '/auth/me', { cookie })).status).toBe(401);
   });
 

@@ -45,7 +45,7 @@ function newDatabaseUrl(): { url: string; dir: string } {
 }
 
 async function storedKeys(app: App) {
-  return app.db.kysely.selectFrom('signing_keys').select(['kid', 'private_jwk']).execute();
+  return app.infrastructure.db.kysely.selectFrom('signing_keys').select(['kid', 'private_jwk']).execute();
 }
 
 async function adminToken(app: App): Promise<string> {
@@ -85,7 +85,7 @@ const kek = () => randomBytes(32);
 describe('signing keys are encrypted at rest', () => {
   it('stores no private key in plaintext: neither a JWK nor a PEM, but a versioned AES-GCM value', async () => {
     const app = await start({ KEY_ENCRYPTION_KEY: kek().toString('base64') });
-    await app.keys.rotate();
+    await app.services.auth.keys.rotate();
     const rows = await storedKeys(app);
     expect(rows).toHaveLength(2);
     for (const row of rows) {
@@ -127,7 +127,7 @@ describe('signing keys are encrypted at rest', () => {
     await stop(first);
 
     const second = await start(env);
-    expect(second.keys.signingKey().kid).toBe(kid);
+    expect(second.services.auth.keys.signingKey().kid).toBe(kid);
     // A token of the first run verifies against the restarted service's key set…
     expect(await verifiesAgainst(second, oldToken)).toBe(true);
     // …and the restarted service signs with the decrypted private key of the same kid.
@@ -181,17 +181,17 @@ describe('signing keys are encrypted at rest', () => {
         msg: expect.stringContaining('KEY_ENCRYPTION_KEY is not set') as unknown,
       }),
     );
-    const kid = first.keys.signingKey().kid;
+    const kid = first.services.auth.keys.signingKey().kid;
     await stop(first);
 
     const key = readFileSync(file, 'utf8');
     const second = await start({ DATABASE_URL: url });
-    expect(second.keys.signingKey().kid).toBe(kid);
+    expect(second.services.auth.keys.signingKey().kid).toBe(kid);
     expect(readFileSync(file, 'utf8')).toBe(key);
     // The generated key is the one the rows are sealed with: the same key, given explicitly, opens them.
     await stop(second);
     const explicit = await start({ DATABASE_URL: url, KEY_ENCRYPTION_KEY: key.trim() });
-    expect(explicit.keys.signingKey().kid).toBe(kid);
+    expect(explicit.services.auth.keys.signingKey().kid).toBe(kid);
   });
 
   it('refuses to start in production without a key-encryption key (exit code 78, naming the key)', async () => {

@@ -117,7 +117,7 @@ describe('SSO against a real OpenID Connect provider', () => {
     const again = await signIn({ ...env, jar: new CookieJar() }, 'alice');
     expect(again.response.status).toBe(200);
     expect(((await again.response.json()) as { user: { id: string } }).user.id).toBe(me.body.id);
-    expect(await env.app.users.count()).toBe(2); // alice and the bootstrap administrator
+    expect(await env.app.services.users.count()).toBe(2); // alice and the bootstrap administrator
   });
 
   it('answers with a token pair in token mode when no return path was given', async () => {

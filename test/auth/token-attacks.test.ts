@@ -71,7 +71,7 @@ describe('forged and altered access tokens are refused', () => {
 
   it('refuses a wrong issuer, a wrong audience and a wrong token type, even when correctly signed', async () => {
     // Signed with our own key: only the claims are wrong.
-    const { kid, privateKey } = app.keys.signingKey();
+    const { kid, privateKey } = app.services.auth.keys.signingKey();
     const sign = (payload: Record<string, unknown>, typ = 'at+jwt') =>
       new SignJWT(payload).setProtectedHeader({ alg: 'EdDSA', kid, typ }).sign(privateKey);
     await expectRefused(await sign({ ...claims, iss: 'https://evil.example.com' }));
@@ -111,7 +111,7 @@ describe('signing key rotation', () => {
   it('signs with the new key while tokens of the old one keep working until they expire', async () => {
     const before = valid;
     const oldKid = header.kid;
-    const newKid = await app.keys.rotate();
+    const newKid = await app.services.auth.keys.rotate();
     expect(newKid).not.toBe(oldKid);
 
     const jwks = (await call(app, 'GET', '/.well-known/jwks.json')).body.keys as { kid: string }[];

@@ -71,7 +71,7 @@ describe('token mode: POST /auth/login', () => {
   it('refuses a deactivated account like a wrong password', async () => {
     const { app } = await start();
     const alice = await createUser(app, 'alice');
-    await app.db.kysely.updateTable('users').set({ active: 0 }).where('id', '=', alice.id).execute();
+    await app.infrastructure.db.kysely.updateTable('users').set({ active: 0 }).where('id', '=', alice.id).execute();
     expect((await login(app, 'alice')).body.code).toBe('AUTH_INVALID_CREDENTIALS');
   });
 
@@ -212,7 +212,7 @@ describe('token mode: /auth/me, /auth/sessions, /auth/verify, JWKS', () => {
   it('GET /auth/me describes the caller with groups', async () => {
     const { app, clock } = await start();
     const alice = await createUser(app, 'alice');
-    await app.users.setGroups(alice.id, ['/engineering/backend', '/staff']);
+    await app.services.users.setGroups(alice.id, ['/engineering/backend', '/staff']);
     const { access_token } = (await login(app, 'alice')).body;
     const me = await call(app, 'GET', '/auth/me', { token: access_token as string });
     expect(me.body).toEqual({

@@ -166,7 +166,7 @@ describe('API keys', () => {
       (await call(app, 'POST', '/api/v1/api-keys/validate', { headers: { 'X-API-Key': 'ak_live_x' } })).status,
     ).toBe(401);
     const ok = await call(app, 'POST', '/api/v1/api-keys/validate', { headers: { 'X-API-Key': api_key as string } });
-    const alice_ = await app.users.getByUsername('alice');
+    const alice_ = await app.services.users.getByUsername('alice');
     expect(ok.body).toEqual({
       access_token: expect.any(String) as unknown,
       expires_in: 900,
@@ -188,11 +188,11 @@ describe('API keys', () => {
     const { new_api_key } = (await call(app, 'POST', `/api/v1/api-keys/${String(key_id)}/rotate`, { token: alice }))
       .body;
     for (const secret of [api_key, new_api_key] as string[]) {
-      expect(await tablesContaining(app.db, secret)).toEqual([]);
-      expect(await tablesContaining(app.db, secret.slice('ak_live_'.length))).toEqual([]);
+      expect(await tablesContaining(app.infrastructure.db, secret)).toEqual([]);
+      expect(await tablesContaining(app.infrastructure.db, secret.slice('ak_live_'.length))).toEqual([]);
     }
     // The key's id (never its value) also names it in the audit log's creation and rotation events.
-    expect((await tablesContaining(app.db, String(key_id))).sort()).toEqual(['api_keys', 'audit_log']);
+    expect((await tablesContaining(app.infrastructure.db, String(key_id))).sort()).toEqual(['api_keys', 'audit_log']);
   });
 });
 

@@ -46,8 +46,8 @@ describe('service principal association', () => {
       });
       expect(refused).toMatchObject({ status: 403, body: { error: 'forbidden', code: 'AUTH_ACCESS_DENIED' } });
     }
-    expect(await app.db.kysely.selectFrom('service_principals').select('id').execute()).toEqual([]);
-    expect(await app.authz.read({ object: 'service_principal:escalator' })).toEqual([]);
+    expect(await app.infrastructure.db.kysely.selectFrom('service_principals').select('id').execute()).toEqual([]);
+    expect(await app.infrastructure.authz.read({ object: 'service_principal:escalator' })).toEqual([]);
 
     const { client_secret } = (await create(app, alice, { name: 'Bot' })).body;
     const associate = await call(app, 'POST', `${BASE}/bot/associate-user?user_id=user:admin`, { token: alice });
@@ -57,7 +57,7 @@ describe('service principal association', () => {
       inherit_permissions: false,
     });
     expect((await call(app, 'GET', `${BASE}/bot`, { token: alice })).body).not.toHaveProperty('associated_user_id');
-    expect(await app.authz.read({ object: 'service_principal:bot', relation: 'acts_as' })).toEqual([]);
+    expect(await app.infrastructure.authz.read({ object: 'service_principal:bot', relation: 'acts_as' })).toEqual([]);
 
     // What the escalation was after: none of it.
     const bot = await tokenOf(app, 'bot', client_secret as string);
@@ -68,7 +68,7 @@ describe('service principal association', () => {
       body: { schemas: ['urn:ietf:params:scim:schemas:core:2.0:User'], userName: 'mallory' },
     });
     expect(provision.status).toBe(403);
-    expect(await app.users.getByUsername('mallory')).toBeUndefined();
+    expect(await app.services.users.getByUsername('mallory')).toBeUndefined();
   });
 
   it('lets users associate themselves and administrators any active user, and nobody else', async () => {
@@ -108,7 +108,7 @@ describe('service principal association', () => {
     });
     expect(adminUnknown).toMatchObject({ status: 400, body: { error: 'validation_error' } });
 
-    const bobUser = await app.users.getByUsername('bob');
+    const bobUser = await app.services.users.getByUsername('bob');
     expect((await setActive(app, admin, bobUser!.id, false)).status).toBe(200);
     const inactive = await call(app, 'POST', `${BASE}/mine/associate-user?user_id=user:bob`, { token: admin });
     expect(inactive.status).toBe(403); // admin does not own `mine`
@@ -136,8 +136,8 @@ describe('service principal association', () => {
         inherit_permissions: true,
       },
     });
-    const aliceUser = await app.users.getByUsername('alice');
-    expect(await app.authz.read({ object: 'service_principal:cc', relation: 'acts_as' })).toEqual([
+    const aliceUser = await app.services.users.getByUsername('alice');
+    expect(await app.infrastructure.authz.read({ object: 'service_principal:cc', relation: 'acts_as' })).toEqual([
       { user: `user:${aliceUser!.id}`, relation: 'acts_as', object: 'service_principal:cc' },
     ]);
   });
@@ -157,9 +157,9 @@ describe('service principal association', () => {
     const auditLog = async () => (await call(app, 'GET', '/api/v1/audit-log', { token: auditor })).status;
     expect(await auditLog()).toBe(200);
 
-    await app.users.setRoles(carol.id, ['user']);
+    await app.services.users.setRoles(carol.id, ['user']);
     expect(await auditLog()).toBe(403);
-    await app.users.setRoles(carol.id, ['admin', 'user']);
+    await app.services.users.setRoles(carol.id, ['admin', 'user']);
     expect(await auditLog()).toBe(200);
 
     expect((await setActive(app, admin, carol.id, false)).status).toBe(200);
@@ -175,25 +175,27 @@ describe('service principal association', () => {
       inherit_permissions: false,
     });
     expect((await call(app, 'GET', `${BASE}/auditor`, { token: admin })).body).not.toHaveProperty('associated_user_id');
-    expect(await app.authz.read({ object: 'service_principal:auditor', relation: 'acts_as' })).toEqual([]);
+    expect(await app.infrastructure.authz.read({ object: 'service_principal:auditor', relation: 'acts_as' })).toEqual(
+      [],
+    );
   });
 });
 
 describe('identity collision between principals and users', () => {
   it('refuses a service id of the form user ids take', async () => {
     const { app, alice } = await setUp();
-    const bob = await app.users.getByUsername('bob');
+    const bob = await app.services.users.getByUsername('bob');
     for (const name of [bob!.id, bob!.id.toUpperCase()]) {
       const res = await create(app, alice, { name });
       expect(res).toMatchObject({ status: 400, body: { error: 'validation_error' } });
     }
-    expect(await app.db.kysely.selectFrom('service_principals').select('id').execute()).toEqual([]);
+    expect(await app.infrastructure.db.kysely.selectFrom('service_principals').select('id').execute()).toEqual([]);
   });
 
   it("never takes a principal whose id equals a user's id for that user", async () => {
     const { app, alice } = await setUp();
-    const aliceUser = await app.users.getByUsername('alice');
-    const bobUser = await app.users.getByUsername('bob');
+    const aliceUser = await app.services.users.getByUsername('alice');
+    const bobUser = await app.services.users.getByUsername('bob');
     // A principal stored before ids of this form were refused.
     const twin = await legacyPrincipal(app, aliceUser!.id, bobUser!.id);
     const aliceSessions = (await call(app, 'GET', '/auth/sessions', { token: alice })).body.sessions as {
@@ -220,7 +222,7 @@ describe('identity collision between principals and users', () => {
 async function legacyPrincipal(app: App, id: string, ownerId: string): Promise<string> {
   const secret = 'sp_secret_legacy_principal_secret_value_0123456789';
   const at = new Date().toISOString();
-  await app.db.kysely
+  await app.infrastructure.db.kysely
     .insertInto('service_principals')
     .values({
       id,
@@ -239,7 +241,9 @@ async function legacyPrincipal(app: App, id: string, ownerId: string): Promise<s
       updated_at: at,
     })
     .execute();
-  await app.authz.write([{ user: `user:${ownerId}`, relation: 'owner', object: `service_principal:${id}` }]);
+  await app.infrastructure.authz.write([
+    { user: `user:${ownerId}`, relation: 'owner', object: `service_principal:${id}` },
+  ]);
   return tokenOf(app, id, secret);
 }
 
@@ -303,8 +307,8 @@ describe('impersonation matrix: nobody else reaches my resources', () => {
 
   it('gives a second user, a principal the owner made and a principal sharing her id nothing of hers', async () => {
     const { app, alice, bob } = await setUp();
-    const aliceUser = await app.users.getByUsername('alice');
-    const bobUser = await app.users.getByUsername('bob');
+    const aliceUser = await app.services.users.getByUsername('alice');
+    const bobUser = await app.services.users.getByUsername('bob');
     const owned = await aliceOwnsOneOfEach(app, alice);
     const ownBot = await tokenOf(app, owned.principalId, owned.principalSecret);
     const twin = await legacyPrincipal(app, aliceUser!.id, bobUser!.id);

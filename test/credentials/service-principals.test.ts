@@ -36,8 +36,10 @@ describe('service principals', () => {
       client_secret: expect.stringMatching(/^sp_secret_[0-9A-Za-z]{48}$/) as unknown,
       message: expect.any(String) as unknown,
     });
-    const owner = await app.users.getByUsername('alice');
-    expect(await app.authz.check(`user:${owner!.id}`, 'owner', 'service_principal:billing-bot')).toBe(true);
+    const owner = await app.services.users.getByUsername('alice');
+    expect(await app.infrastructure.authz.check(`user:${owner!.id}`, 'owner', 'service_principal:billing-bot')).toBe(
+      true,
+    );
   });
 
   it('refuses a taken id (409), an invalid mode and missing fields (400)', async () => {
@@ -211,24 +213,26 @@ describe('service principals', () => {
 
   it('associates a user; with inherited permissions the principal is authorized as that user', async () => {
     const { app, alice } = await setUp();
-    const aliceUser = await app.users.getByUsername('alice');
-    await app.authz.write([{ user: `user:${aliceUser!.id}`, relation: 'owner', object: 'conversation:c1' }]);
+    const aliceUser = await app.services.users.getByUsername('alice');
+    await app.infrastructure.authz.write([
+      { user: `user:${aliceUser!.id}`, relation: 'owner', object: 'conversation:c1' },
+    ]);
     await create(app, alice, {
       name: 'Agent',
       authentication_mode: 'service_account_user',
       associated_user_id: 'user:alice',
       inherit_permissions: false,
     });
-    expect(await app.authz.check('service_principal:agent', 'viewer', 'conversation:c1')).toBe(false);
+    expect(await app.infrastructure.authz.check('service_principal:agent', 'viewer', 'conversation:c1')).toBe(false);
 
     const associated = await call(app, 'POST', `${BASE}/agent/associate-user?user_id=user:alice`, { token: alice });
     expect(associated.body).toMatchObject({ associated_user_id: 'user:alice', inherit_permissions: true });
-    expect(await app.authz.check('service_principal:agent', 'viewer', 'conversation:c1')).toBe(true);
+    expect(await app.infrastructure.authz.check('service_principal:agent', 'viewer', 'conversation:c1')).toBe(true);
 
     await call(app, 'POST', `${BASE}/agent/associate-user?user_id=user:alice&inherit_permissions=false`, {
       token: alice,
     });
-    expect(await app.authz.check('service_principal:agent', 'viewer', 'conversation:c1')).toBe(false);
+    expect(await app.infrastructure.authz.check('service_principal:agent', 'viewer', 'conversation:c1')).toBe(false);
     expect((await call(app, 'POST', `${BASE}/agent/associate-user?user_id=user:nobody`, { token: alice })).status).toBe(
       403,
     );
@@ -246,10 +250,10 @@ describe('service principals', () => {
       })
     ).body;
     const token = (await grant(app, 'agent', client_secret as string)).body.access_token as string;
-    expect((await app.authz.read({ object: 'service_principal:agent' })).length).toBe(2);
+    expect((await app.infrastructure.authz.read({ object: 'service_principal:agent' })).length).toBe(2);
     const del = await call(app, 'DELETE', `${BASE}/agent`, { token: alice });
     expect(del.status).toBe(204);
-    expect(await app.authz.read({ object: 'service_principal:agent' })).toEqual([]);
+    expect(await app.infrastructure.authz.read({ object: 'service_principal:agent' })).toEqual([]);
     expect((await call(app, 'GET', '/auth/me', { token })).status).toBe(401);
     expect((await grant(app, 'agent', client_secret as string)).status).toBe(401);
     expect((await call(app, 'GET', `${BASE}/agent`, { token: alice })).status).toBe(404);
@@ -270,8 +274,8 @@ describe('service principals', () => {
       await call(app, 'POST', `${BASE}/billing-bot/rotate-secret`, { token: alice, body: { grace_period_hours: 2 } })
     ).body;
     for (const secret of [client_secret, rotated.client_secret] as string[]) {
-      expect(await tablesContaining(app.db, secret)).toEqual([]);
-      expect(await tablesContaining(app.db, secret.slice('sp_secret_'.length))).toEqual([]);
+      expect(await tablesContaining(app.infrastructure.db, secret)).toEqual([]);
+      expect(await tablesContaining(app.infrastructure.db, secret.slice('sp_secret_'.length))).toEqual([]);
     }
   });
 

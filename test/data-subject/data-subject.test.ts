@@ -76,8 +76,8 @@ describe('GET /api/v1/users/me/data', () => {
 
     const res = await call(app, 'GET', me('/data'), { token });
     expect(res.status).toBe(200);
-    const conversation = (await app.conversations.allOwnedBy(`user:${alice.id}`))[0]!;
-    const session = (await app.auth.listSessions(alice.id))[0]!;
+    const conversation = (await app.services.conversations.allOwnedBy(`user:${alice.id}`))[0]!;
+    const session = (await app.services.auth.auth.listSessions(alice.id))[0]!;
     expect(res.body).toEqual({
       export_id: expect.stringMatching(/^[0-9a-f-]{36}$/) as unknown,
       user_id: alice.id,

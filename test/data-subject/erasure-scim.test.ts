@@ -49,7 +49,7 @@ it('erasing a manager clears the references other SCIM users hold to them', asyn
   expect(erased.status).toBe(200);
   expect((erased.body.anonymized_items as Record<string, number>).manager_references).toBe(1);
 
-  expect(await tablesContaining(app.db, managerId)).toEqual([]);
+  expect(await tablesContaining(app.infrastructure.db, managerId)).toEqual([]);
   const after = await scim('GET', `/Users/${String(report.body.id)}`);
   expect(after.status).toBe(200);
   expect((after.body[ENTERPRISE] as Record<string, unknown> | undefined)?.manager).toBeUndefined();

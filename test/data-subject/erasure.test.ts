@@ -71,7 +71,7 @@ describe('DELETE /api/v1/users/me', () => {
       expect(res.body).toEqual({ detail: 'Erasure is irreversible: confirm it with the query parameter confirm=true' });
     }
     expect((await call(app, 'GET', '/api/v1/users/me/data', { token })).status).toBe(200);
-    expect(await app.users.get(footprint.user.id)).toBeDefined();
+    expect(await app.services.users.get(footprint.user.id)).toBeDefined();
   });
 
   it('answers 401 {detail} without credentials and 403 {detail} for a service principal', async () => {
@@ -87,7 +87,7 @@ describe('DELETE /api/v1/users/me', () => {
     const footprint = await leaveFootprint(app);
     const { user } = footprint;
     // The scan can find the user: before erasure, they are everywhere.
-    expect((await tablesContaining(app.db, user.id)).sort()).toEqual(
+    expect((await tablesContaining(app.infrastructure.db, user.id)).sort()).toEqual(
       expect.arrayContaining([
         'api_keys',
         'audit_log',
@@ -102,8 +102,8 @@ describe('DELETE /api/v1/users/me', () => {
         'users',
       ]),
     );
-    const conversationId = (await app.conversations.allOwnedBy(`user:${user.id}`))[0]!.id;
-    expect(await tablesContaining(app.db, conversationId)).toEqual(
+    const conversationId = (await app.services.conversations.allOwnedBy(`user:${user.id}`))[0]!.id;
+    expect(await tablesContaining(app.infrastructure.db, conversationId)).toEqual(
       expect.arrayContaining(['checkpoints', 'writes', 'messages']),
     );
 
@@ -135,11 +135,11 @@ describe('DELETE /api/v1/users/me', () => {
     expect((res.body.anonymized_items as { audit_logs: number }).audit_logs).toBeGreaterThanOrEqual(10);
 
     expect(await whereTheUserRemains(app, user)).toEqual(nowhere(user));
-    expect(await tablesContaining(app.db, conversationId)).toEqual([]);
+    expect(await tablesContaining(app.infrastructure.db, conversationId)).toEqual([]);
     // What is kept names the user by the keyed hash, and the erasure itself is recorded under it.
-    const pseudonym = await app.audit.pseudonym(user.id);
-    expect(await tablesContaining(app.db, pseudonym)).toEqual(['audit_log']);
-    const { items } = await app.audit.list({ userId: pseudonym }, { offset: 0, limit: 100 });
+    const pseudonym = await app.services.audit.pseudonym(user.id);
+    expect(await tablesContaining(app.infrastructure.db, pseudonym)).toEqual(['audit_log']);
+    const { items } = await app.services.audit.list({ userId: pseudonym }, { offset: 0, limit: 100 });
     expect(items[0]).toMatchObject({
       event_id: res.body.audit_record_id,
       event_type: 'account.erased',
@@ -173,8 +173,8 @@ describe('DELETE /api/v1/users/me', () => {
 
   it('runs its steps in the documented order', async () => {
     const app = await start();
-    expect(app.erasure.steps.map((s) => s.name)).toEqual(STEP_ORDER);
-    expect(app.erasure.steps.filter((s) => !s.inTransaction).map((s) => s.name)).toEqual([
+    expect(app.services.dataSubject.erasure.steps.map((s) => s.name)).toEqual(STEP_ORDER);
+    expect(app.services.dataSubject.erasure.steps.filter((s) => !s.inTransaction).map((s) => s.name)).toEqual([
       'checkpoints',
       'authorization_tuples',
       'rate_limit_counters',
@@ -228,8 +228,12 @@ describeWithService('erasure with the session store and counters in Redis', awai
     const { app, prefix } = await startWithRedis();
     const footprint = await leaveFootprint(app);
     // Before: their sessions, their session index and their rate-limit windows name them.
-    expect((await redisKeysContaining(app.redis!, prefix, footprint.user.id)).length).toBeGreaterThanOrEqual(4);
-    expect(await redisKeysContaining(app.redis!, prefix, EMAIL)).toEqual([`${prefix}counter:login:user:${EMAIL}`]);
+    expect(
+      (await redisKeysContaining(app.infrastructure.redis!, prefix, footprint.user.id)).length,
+    ).toBeGreaterThanOrEqual(4);
+    expect(await redisKeysContaining(app.infrastructure.redis!, prefix, EMAIL)).toEqual([
+      `${prefix}counter:login:user:${EMAIL}`,
+    ]);
 
     expect((await erase(app, footprint.tokens[0]!)).status).toBe(200);
     expect(await whereTheUserRemains(app, footprint.user)).toEqual(nowhere(footprint.user));
@@ -253,14 +257,14 @@ describeWithService('erasure on PostgreSQL', postgres.availability, () => {
     cleanups.push(database.cleanup);
     const app = await start({ DATABASE_URL: database.url });
     const footprint = await leaveFootprint(app);
-    const conversationId = (await app.conversations.allOwnedBy(`user:${footprint.user.id}`))[0]!.id;
+    const conversationId = (await app.services.conversations.allOwnedBy(`user:${footprint.user.id}`))[0]!.id;
     // PostgreSQL's saver keeps its tables in their own schema, which the table scan does not cover.
     const checkpoints = async () =>
       (
         await sql<{
           n: number;
         }>`select count(*)::int as n from langgraph.checkpoints where thread_id = ${conversationId}`.execute(
-          app.db.kysely,
+          app.infrastructure.db.kysely,
         )
       ).rows[0]!.n;
     expect(await checkpoints()).toBeGreaterThan(0);

@@ -107,8 +107,8 @@ export async function leaveFootprint(app: App): Promise<Footprint> {
     body: { name: 'Erin Q', preferences: { theme: 'dark', language: 'en' } },
   });
   expect(patched.status).toBe(200);
-  await app.users.setGroups(user.id, ['/engineering']);
-  await app.users.linkIdentity(user.id, 'https://idp.example.test', 'idp-subject-0042');
+  await app.services.users.setGroups(user.id, ['/engineering']);
+  await app.services.users.linkIdentity(user.id, 'https://idp.example.test', 'idp-subject-0042');
   expect((await call(app, 'GET', '/api/v1/users/me/export?format=json', { token })).status).toBe(200);
 
   return {
@@ -157,8 +157,10 @@ export async function whereTheUserRemains(
   const found: Record<string, { tables: string[]; redis: string[] }> = {};
   for (const needle of [user.id, user.username, user.email!]) {
     found[needle] = {
-      tables: await tablesContaining(app.db, needle),
-      redis: app.redis ? await redisKeysContaining(app.redis, app.config.redis!.prefix, needle) : [],
+      tables: await tablesContaining(app.infrastructure.db, needle),
+      redis: app.infrastructure.redis
+        ? await redisKeysContaining(app.infrastructure.redis, app.config.redis!.prefix, needle)
+        : [],
     };
   }
   return found;

@@ -48,7 +48,7 @@ export const PASSWORD = 'correct horse battery';
 
 /** Creates a local user through the users service (there is no public sign-up). */
 export async function createUser(app: App, username: string, extra: { email?: string; roles?: string[] } = {}) {
-  return app.users.create({
+  return app.services.users.create({
     username,
     password: PASSWORD,
     email: extra.email ?? `${username}@example.com`,

@@ -127,10 +127,13 @@ describe('clients that go away mid-stream', () => {
     }
     expect(status).toBe(200);
     // The abandoned turn was cancelled, so its half answer was never recorded.
-    const conversations = await app.conversations.list(`user:${(await app.users.getByUsername('alice'))!.id}`, {
-      offset: 0,
-      limit: 10,
-    });
+    const conversations = await app.services.conversations.list(
+      `user:${(await app.services.users.getByUsername('alice'))!.id}`,
+      {
+        offset: 0,
+        limit: 10,
+      },
+    );
     const counts = conversations.map((c) => c.messageCount).sort();
     expect(counts).toEqual([0, 2]);
   });
@@ -138,12 +141,12 @@ describe('clients that go away mid-stream', () => {
   it('a dropped WebSocket frees its connection and stream slot', async () => {
     const { app, token } = await setUp({ MCP_MAX_CONCURRENT_STREAMS: '1' });
     const socket = await openSocket(app, token);
-    expect(app.transports.websocket.size).toBe(1);
+    expect(app.wires.websocket.size).toBe(1);
     await expect(openSocket(app, token)).rejects.toThrow('429');
     socket.terminate();
-    for (let i = 0; i < 100 && app.transports.websocket.size > 0; i++)
+    for (let i = 0; i < 100 && app.wires.websocket.size > 0; i++)
       await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(app.transports.websocket.size).toBe(0);
+    expect(app.wires.websocket.size).toBe(0);
     const again = await openSocket(app, token);
     again.close();
   });
@@ -157,6 +160,6 @@ describe('clients that go away mid-stream', () => {
     await app.close();
     expect(await closed).toBe(1001);
     await reading;
-    expect(app.transports.sse.size).toBe(0);
+    expect(app.wires.sse.size).toBe(0);
   });
 });

@@ -226,7 +226,7 @@ describe('refusals of the HTTP streaming wires', () => {
 
   it('a stream refused mid-way for lack of permission says permission_denied, like every other route', async () => {
     const { app, token } = await setUp();
-    vi.spyOn(app.agent, 'run').mockImplementation(async function* () {
+    vi.spyOn(app.services.agent.agent(), 'run').mockImplementation(async function* () {
       await Promise.resolve();
       yield* [];
       throw new ForbiddenError('Permission denied: you may not call the tool chat', { code: 'AUTH_ACCESS_DENIED' });

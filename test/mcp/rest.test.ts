@@ -311,7 +311,7 @@ describe('the MCP policy point on REST-style endpoints', () => {
 
   it('refuses a tool the caller may not call with 403 permission_denied, and hides tools it may not see', async () => {
     const { app, alice } = await setUp();
-    await app.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
+    await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
     const denied = await toolCall(app, alice, 'search_web', { query: 'x' });
     expect(denied.status).toBe(403);
     expect(denied.body).toEqual({
@@ -322,11 +322,13 @@ describe('the MCP policy point on REST-style endpoints', () => {
     }[];
     expect(tools.map((t) => t.name)).not.toContain('search_web');
     // A direct grant to one user restores it for that user only.
-    const aliceUser = await app.users.getByUsername('alice');
-    await app.authz.write([{ user: `user:${aliceUser!.id}`, relation: 'executor', object: 'tool:search_web' }]);
+    const aliceUser = await app.services.users.getByUsername('alice');
+    await app.infrastructure.authz.write([
+      { user: `user:${aliceUser!.id}`, relation: 'executor', object: 'tool:search_web' },
+    ]);
     expect((await toolCall(app, alice, 'search_web', { query: 'x' })).status).toBe(200);
     // The agent may not use it for others either: it is offered only what the caller may call.
-    await app.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:chat' }]);
+    await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:chat' }]);
     expect((await call(app, 'POST', '/mcp/message', { token: alice, body: { query: 'x' } })).status).toBe(403);
   });
 
@@ -386,7 +388,9 @@ describe('the MCP policy point on REST-style endpoints', () => {
       })
     ).body.access_token as string;
     expect((await toolCall(app, spToken, 'chat', { query: 'as a bot' })).status).toBe(403);
-    await app.authz.write([{ user: 'service_principal:bot', relation: 'executor', object: 'tool:chat' }]);
+    await app.infrastructure.authz.write([
+      { user: 'service_principal:bot', relation: 'executor', object: 'tool:chat' },
+    ]);
     expect((await toolCall(app, spToken, 'chat', { query: 'as a bot' })).status).toBe(200);
     // Rotation ends the key at once, on MCP as everywhere.
     await call(app, 'POST', `/api/v1/api-keys/${String(key_id)}/rotate`, { token: alice });
@@ -397,7 +401,7 @@ describe('the MCP policy point on REST-style endpoints', () => {
   it('counts tool calls and messages in /metrics', async () => {
     const { app, alice } = await setUp();
     await toolCall(app, alice, 'search_web', { query: 'x' });
-    await app.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:chat' }]);
+    await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:chat' }]);
     await toolCall(app, alice, 'chat', { query: 'x' });
     const text = await (await fetch(`${app.url('main')}/metrics`)).text();
     expect(text).toContain('mcp_tool_calls_total{tool="search_web",status="success"} 1');

@@ -39,7 +39,7 @@ const restToolCall = (app: App, token: string, name: string, args: Record<string
 describe('a refused tools/call over the official SDK client', () => {
   it('is a tool error with the reason and no _meta when the caller may not call the tool', async () => {
     const { app, alice } = await setUp();
-    await app.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
+    await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
     const client = await sdkClient(app, alice);
     const result = await client.callTool({ name: 'search_web', arguments: { query: 'x' } });
     expect(result).toEqual({
@@ -65,7 +65,7 @@ describe('a refused tools/call over the official SDK client', () => {
 describe('a refused tools/call on the REST-style endpoint', () => {
   it('is 403 permission_denied when the caller may not call the tool', async () => {
     const { app, alice } = await setUp();
-    await app.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
+    await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
     const denied = await restToolCall(app, alice, 'search_web', { query: 'x' });
     expect(denied.status).toBe(403);
     expect(denied.body).toEqual({

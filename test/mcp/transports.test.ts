@@ -212,11 +212,11 @@ describe('streamable HTTP details', () => {
   });
 
   it('reaps idle sessions', async () => {
-    const before = app.transports.streamable.size;
+    const before = app.wires.streamable.size;
     await initialize('2024-11-05');
-    expect(app.transports.streamable.size).toBe(before + 1);
-    expect(await app.transports.streamable.reapIdle(Date.now() + 24 * 3_600_000)).toBeGreaterThanOrEqual(1);
-    expect(app.transports.streamable.size).toBe(0);
+    expect(app.wires.streamable.size).toBe(before + 1);
+    expect(await app.wires.streamable.reapIdle(Date.now() + 24 * 3_600_000)).toBeGreaterThanOrEqual(1);
+    expect(app.wires.streamable.size).toBe(0);
   });
 });
 
@@ -244,10 +244,10 @@ describe('legacy SSE details', () => {
       signal: controller.signal,
     });
     await res.body!.getReader().read();
-    expect(app.transports.sse.size).toBe(1);
+    expect(app.wires.sse.size).toBe(1);
     controller.abort();
-    for (let i = 0; i < 50 && app.transports.sse.size > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
-    expect(app.transports.sse.size).toBe(0);
+    for (let i = 0; i < 50 && app.wires.sse.size > 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(app.wires.sse.size).toBe(0);
   });
 
   it('refuses to post to another caller’s stream', async () => {
@@ -299,7 +299,9 @@ describe('WebSocket details', () => {
   });
 
   it('reports a denied tool as a tool error on JSON-RPC wires', async () => {
-    await app.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:conversation_search' }]);
+    await app.infrastructure.authz.delete([
+      { user: 'user:*', relation: 'executor', object: 'tool:conversation_search' },
+    ]);
     try {
       const socket = await open({ Authorization: `Bearer ${token}` });
       const reply = await ask(socket, {
@@ -312,7 +314,9 @@ describe('WebSocket details', () => {
       });
       socket.close();
     } finally {
-      await app.authz.write([{ user: 'user:*', relation: 'executor', object: 'tool:conversation_search' }]);
+      await app.infrastructure.authz.write([
+        { user: 'user:*', relation: 'executor', object: 'tool:conversation_search' },
+      ]);
     }
   });
 });

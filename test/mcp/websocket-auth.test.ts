@@ -27,7 +27,7 @@ beforeAll(async () => {
   await createUser(app, 'alice');
   token = (await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } })).body
     .access_token as string;
-  aliceId = (await app.users.getByUsername('alice'))!.id;
+  aliceId = (await app.services.users.getByUsername('alice'))!.id;
 });
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
@@ -125,7 +125,7 @@ describe('the first auth message (?auth=message)', () => {
     const [first, second] = await received.next(2);
     expect(first).toEqual({ type: 'auth_success', user_id: aliceId });
     expect(second).toEqual({ jsonrpc: '2.0', id: 1, result: {} });
-    expect(app.transports.websocket.size).toBeGreaterThan(0);
+    expect(app.wires.websocket.size).toBeGreaterThan(0);
     socket.close();
   });
 
@@ -134,9 +134,9 @@ describe('the first auth message (?auth=message)', () => {
     const slow = createCallerResolver({
       bearer: async (presented) => {
         await new Promise((resolve) => setTimeout(resolve, 300));
-        return app.auth.authenticateBearer(presented);
+        return app.services.auth.auth.authenticateBearer(presented);
       },
-      sessionCookie: (credential) => app.auth.authenticateSession(credential),
+      sessionCookie: (credential) => app.services.auth.auth.authenticateSession(credential),
     });
     const { url, server } = await standaloneEndpoint(app, { resolveCaller: slow });
     servers.push(server);

@@ -12,12 +12,12 @@ export async function standaloneEndpoint(
   deps: Partial<WebSocketDeps>,
 ): Promise<{ url: string; server: Server }> {
   const endpoint = new WebSocketEndpoint({
-    core: app.mcp,
+    core: app.services.mcp,
     lifecycle: app.lifecycle,
     logger: app.logger,
     resolveCaller: createCallerResolver({
-      bearer: (token) => app.auth.authenticateBearer(token),
-      sessionCookie: (credential) => app.auth.authenticateSession(credential),
+      bearer: (token) => app.services.auth.auth.authenticateBearer(token),
+      sessionCookie: (credential) => app.services.auth.auth.authenticateSession(credential),
     }),
     originAllowed: () => true,
     maxPayloadBytes: 1_000_000,

@@ -55,8 +55,8 @@ describe('POST /scim/v2/Bulk', () => {
     ]);
     expect(res.status).toBe(200);
     expect(res.headers.get('content-type')).toMatch(/^application\/scim\+json/);
-    const babs = (await c.app.users.getByUsername('bjensen'))!.id;
-    const jim = (await c.app.users.getByUsername('jsmith'))!.id;
+    const babs = (await c.app.services.users.getByUsername('bjensen'))!.id;
+    const jim = (await c.app.services.users.getByUsername('jsmith'))!.id;
     const group = ((res.body.Operations as Json[])[0]!.location as string).split('/').at(-1)!;
     expect(res.body).toEqual({
       schemas: [BULK_RESPONSE],
@@ -73,7 +73,7 @@ describe('POST /scim/v2/Bulk', () => {
     const jimNow = (await c.request('GET', `/Users/${jim}`)).body;
     expect(jimNow.title).toBe('Driver');
     expect((jimNow[ENTERPRISE] as { manager: Json }).manager.value).toBe(babs);
-    expect(await c.app.authz.check(`user:${babs}`, 'member', `group:${group}`)).toBe(true);
+    expect(await c.app.infrastructure.authz.check(`user:${babs}`, 'member', `group:${group}`)).toBe(true);
   });
 
   it('reports each failure with its SCIM error and goes on; failOnErrors stops after that many', async () => {
@@ -98,7 +98,7 @@ describe('POST /scim/v2/Bulk', () => {
     ];
     const res = await bulk(c, operations);
     expect(res.status).toBe(200);
-    const fresh = (await c.app.users.getByUsername('fresh'))!.id;
+    const fresh = (await c.app.services.users.getByUsername('fresh'))!.id;
     const unknown = '00000000-0000-4000-8000-000000000000';
     expect(res.body.Operations).toEqual([
       {
@@ -186,7 +186,7 @@ describe('POST /scim/v2/Bulk', () => {
         response: scimError(400, 'Circular bulkId references cannot be resolved', 'invalidValue'),
       },
     ]);
-    expect(await c.app.users.getByUsername('x')).toBeUndefined();
+    expect(await c.app.services.users.getByUsername('x')).toBeUndefined();
   });
 
   it('refuses more than maxOperations (413 tooMany), a body over maxPayloadSize (413), and a bad envelope (400)', async () => {

@@ -208,7 +208,7 @@ for (const dialect of DIALECTS) {
     beforeAll(async () => {
       database = await dialect.create();
       c = await startScim({ DATABASE_URL: database.url });
-      const admin = (await c.app.users.getByUsername('admin'))!.id;
+      const admin = (await c.app.services.users.getByUsername('admin'))!.id;
       ids.admin = admin;
       const make = async (body: Record<string, unknown>) => {
         c.clock.advance(1_000);
@@ -366,11 +366,16 @@ for (const dialect of DIALECTS) {
 
     if (dialect.name === 'sqlite') {
       it('answers eq and sw on userName, emails and externalId from indexes, never a scan of users', () => {
-        const raw = c.app.db.raw;
+        const raw = c.app.infrastructure.db.raw;
         if (raw.dialect !== 'sqlite') throw new Error('sqlite expected');
         const plan = (filter: string) => {
           const where = new FilterCompiler(USER_FILTERS, 'sqlite').compile(parseFilter(filter));
-          const query = userPageQuery(c.app.db.kysely, { where, order: undefined, offset: 0, limit: 100 }).compile();
+          const query = userPageQuery(c.app.infrastructure.db.kysely, {
+            where,
+            order: undefined,
+            offset: 0,
+            limit: 100,
+          }).compile();
           const rows = raw.database
             .prepare(`EXPLAIN QUERY PLAN ${query.sql}`)
             .all(...(query.parameters as unknown[])) as { detail: string }[];
@@ -635,13 +640,13 @@ for (const dialect of DIALECTS) {
     beforeAll(async () => {
       database = await dialect.create();
       c = await startScim({ DATABASE_URL: database.url });
-      const admin = (await c.app.users.getByUsername('admin'))!;
+      const admin = (await c.app.services.users.getByUsername('admin'))!;
       const ctx = { caller: adminCaller(admin.id), ip: null, userAgent: null };
       const samples = fc.sample(userArbitrary, { seed: 7, numRuns: 40 });
       for (const [i, u] of samples.entries()) {
         c.clock.advance(1_000);
         let primaryTaken = false;
-        await c.app.scim.createUser(ctx, {
+        await c.app.services.scim.createUser(ctx, {
           schemas: [USER, ENTERPRISE],
           userName: `${u.prefix}${i}`,
           active: u.active,
@@ -664,7 +669,7 @@ for (const dialect of DIALECTS) {
           phoneNumbers: u.phones.map((p) => ({ value: p.value, ...(p.type && { type: p.type }) })),
         });
       }
-      const all = await c.app.scim.listUsers({ startIndex: 1, count: 1000 });
+      const all = await c.app.services.scim.listUsers({ startIndex: 1, count: 1000 });
       expect(all.totalResults).toBe(41);
       reference = all.Resources.map((r) => lowerCaseInsensitive(r) as Record<string, unknown>);
       pool = pools(all.Resources);
@@ -691,7 +696,12 @@ for (const dialect of DIALECTS) {
         fc.asyncProperty(
           fc.constant(null).chain(() => filterArbitrary(pool)),
           async ({ server, reference: text }) => {
-            const page = await c.app.scim.listUsers({ filter: server, startIndex: 1, count: 1000, attributes: ['id'] });
+            const page = await c.app.services.scim.listUsers({
+              filter: server,
+              startIndex: 1,
+              count: 1000,
+              attributes: ['id'],
+            });
             const actual = page.Resources.map((r) => r.id as string).sort();
             const ast = referenceParse(text);
             const expected = reference

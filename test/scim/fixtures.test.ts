@@ -134,7 +134,9 @@ for (const dialect of DIALECTS) {
           }
           if (step.tuples) {
             const object = substitute(step.tuples.object, vars);
-            const users = (await c.app.authz.read({ object, relation: 'member' })).map((t) => t.user).sort();
+            const users = (await c.app.infrastructure.authz.read({ object, relation: 'member' }))
+              .map((t) => t.user)
+              .sort();
             expect(users, `${step.name}: members of ${object}`).toEqual(
               step.tuples.users.map((u) => substitute(u, vars)).sort(),
             );

@@ -34,7 +34,7 @@ async function setUp() {
 
 const member = (id: string, display: string) => ({ value: id, display, $ref: `${BASE}/Users/${id}`, type: 'User' });
 const memberTuples = async (c: ScimClient, groupId: string) =>
-  (await c.app.authz.read({ object: `group:${groupId}`, relation: 'member' })).map((t) => t.user).sort();
+  (await c.app.infrastructure.authz.read({ object: `group:${groupId}`, relation: 'member' })).map((t) => t.user).sort();
 
 describe('POST /scim/v2/Groups', () => {
   it('creates a group with a path-like name, its members, and their membership tuples', async () => {
@@ -57,9 +57,9 @@ describe('POST /scim/v2/Groups', () => {
       members: [member(alice, 'Alice Smith'), member(bob, 'bob')],
       meta: { resourceType: 'Group', created: T0, lastModified: T0, location: `${BASE}/Groups/${id}` },
     });
-    expect(await c.app.users.groupsOf(alice)).toEqual(['/Sales - Marketing']);
+    expect(await c.app.services.users.groupsOf(alice)).toEqual(['/Sales - Marketing']);
     expect(await memberTuples(c, id)).toEqual([`user:${alice}`, `user:${bob}`].sort());
-    expect(await c.app.authz.check(`user:${alice}`, 'member', `group:${id}`)).toBe(true);
+    expect(await c.app.infrastructure.authz.check(`user:${alice}`, 'member', `group:${id}`)).toBe(true);
     const user = await c.request('GET', `/Users/${alice}`);
     expect(user.body.groups).toEqual([
       { value: id, $ref: `${BASE}/Groups/${id}`, display: 'Sales & Marketing', type: 'direct' },
@@ -75,9 +75,9 @@ describe('POST /scim/v2/Groups', () => {
     const twin = await c.request('POST', '/Groups', { schemas: [GROUP], displayName: 'Sales / Marketing' });
     expect(twin.status).toBe(201);
     expect(twin.body.displayName).toBe('Sales / Marketing');
-    const names = (await c.app.db.kysely.selectFrom('groups').select('name').orderBy('name').execute()).map(
-      (g) => g.name,
-    );
+    const names = (
+      await c.app.infrastructure.db.kysely.selectFrom('groups').select('name').orderBy('name').execute()
+    ).map((g) => g.name);
     expect(names).toEqual(['/Sales - Marketing', '/Sales - Marketing-2']);
   });
 
@@ -241,7 +241,7 @@ describe('PUT and PATCH /scim/v2/Groups/{id}', () => {
       },
     });
     expect(await memberTuples(c, id)).toEqual([`user:${bob}`, `user:${carol}`].sort());
-    expect(await c.app.users.groupsOf(carol)).toEqual(['/Team Blue']);
+    expect(await c.app.services.users.groupsOf(carol)).toEqual(['/Team Blue']);
     expect(
       (await c.request('PUT', `/Groups/${id}`, { schemas: [GROUP], displayName: 'x', members: [{ value: 'nope' }] }))
         .body,
@@ -273,7 +273,7 @@ describe('PUT and PATCH /scim/v2/Groups/{id}', () => {
 
     res = await patch([{ op: 'replace', value: { id, displayName: 'Team Red' } }]);
     expect(res.body.displayName).toBe('Team Red');
-    expect(await c.app.users.groupsOf(alice)).toEqual(['/Team Red']);
+    expect(await c.app.services.users.groupsOf(alice)).toEqual(['/Team Red']);
 
     res = await patch([{ op: 'replace', path: 'members', value: [{ value: bob }] }]);
     expect(members(res.body)).toEqual([bob]);
@@ -302,18 +302,20 @@ describe('DELETE /scim/v2/Groups/{id}', () => {
     const id = idOf(
       await c.request('POST', '/Groups', { schemas: [GROUP], displayName: 'Gone', members: [{ value: alice }] }),
     );
-    await c.app.authz.write([{ user: `group:${id}#member`, relation: 'assignee', object: 'role:auditor' }]);
+    await c.app.infrastructure.authz.write([
+      { user: `group:${id}#member`, relation: 'assignee', object: 'role:auditor' },
+    ]);
     const res = await c.request('DELETE', `/Groups/${id}`);
     expect(res.status).toBe(204);
     expect(res.body).toBeUndefined();
-    expect(await c.app.authz.read({ object: `group:${id}` })).toEqual([]);
-    expect(await c.app.authz.read({ object: 'role:auditor' })).toEqual([]);
-    expect(await c.app.users.groupsOf(alice)).toEqual([]);
+    expect(await c.app.infrastructure.authz.read({ object: `group:${id}` })).toEqual([]);
+    expect(await c.app.infrastructure.authz.read({ object: 'role:auditor' })).toEqual([]);
+    expect(await c.app.services.users.groupsOf(alice)).toEqual([]);
     expect((await c.request('GET', `/Groups/${id}`)).status).toBe(404);
     expect((await c.request('DELETE', `/Groups/${id}`)).body).toEqual(
       scimError(404, `Group ${id} not found`, 'notFound'),
     );
-    const types = (await c.app.audit.list({ type: 'scim.group.deleted' }, { offset: 0, limit: 5 })).items;
+    const types = (await c.app.services.audit.list({ type: 'scim.group.deleted' }, { offset: 0, limit: 5 })).items;
     expect(types).toMatchObject([{ details: { group_id: id } }]);
   });
 });
@@ -321,7 +323,7 @@ describe('DELETE /scim/v2/Groups/{id}', () => {
 describe('groups from single sign-on claims', () => {
   it('are listed with their path as displayName, and adopted by a SCIM group of that name', async () => {
     const { c, alice, bob } = await setUp();
-    await c.app.users.setGroups(alice, ['/Engineering']);
+    await c.app.services.users.setGroups(alice, ['/Engineering']);
     const listed = await c.request('GET', `/Groups?filter=${encodeURIComponent('displayName eq "/engineering"')}`);
     expect(listed.body.Resources).toMatchObject([{ displayName: '/Engineering', members: [{ value: alice }] }]);
     const ssoId = resourcesOf(listed)[0]!.id as string;
@@ -341,26 +343,26 @@ describe('groups from single sign-on claims', () => {
     const id = idOf(
       await c.request('POST', '/Groups', { schemas: [GROUP], displayName: 'Finance', members: [{ value: alice }] }),
     );
-    await c.app.users.setGroups(alice, ['/Other']);
-    expect(await c.app.users.groupsOf(alice)).toEqual(['/Finance', '/Other']);
-    await c.app.users.setGroups(alice, ['/Finance']); // a claim naming the SCIM group adds nothing either
-    expect(await c.app.users.groupsOf(alice)).toEqual(['/Finance']);
-    await c.app.users.setGroups(alice, []);
-    expect(await c.app.users.groupsOf(alice)).toEqual(['/Finance']);
-    expect(await c.app.authz.check(`user:${alice}`, 'member', `group:${id}`)).toBe(true);
+    await c.app.services.users.setGroups(alice, ['/Other']);
+    expect(await c.app.services.users.groupsOf(alice)).toEqual(['/Finance', '/Other']);
+    await c.app.services.users.setGroups(alice, ['/Finance']); // a claim naming the SCIM group adds nothing either
+    expect(await c.app.services.users.groupsOf(alice)).toEqual(['/Finance']);
+    await c.app.services.users.setGroups(alice, []);
+    expect(await c.app.services.users.groupsOf(alice)).toEqual(['/Finance']);
+    expect(await c.app.infrastructure.authz.check(`user:${alice}`, 'member', `group:${id}`)).toBe(true);
   });
 
   it('grant no tuples to a deactivated user (reactivation writes them)', async () => {
     const { c, alice } = await setUp();
     await c.request('DELETE', `/Users/${alice}`);
-    await c.app.users.setGroups(alice, ['/Claimed']);
-    await c.app.users.setRoles(alice, ['user', 'auditor']);
-    expect(await c.app.authz.read({ user: `user:${alice}` })).toEqual([]);
+    await c.app.services.users.setGroups(alice, ['/Claimed']);
+    await c.app.services.users.setRoles(alice, ['user', 'auditor']);
+    expect(await c.app.infrastructure.authz.read({ user: `user:${alice}` })).toEqual([]);
     await c.request('PATCH', `/Users/${alice}`, {
       schemas: [PATCH_OP],
       Operations: [{ op: 'replace', path: 'active', value: true }],
     });
-    const objects = (await c.app.authz.read({ user: `user:${alice}` })).map((t) => t.object);
+    const objects = (await c.app.infrastructure.authz.read({ user: `user:${alice}` })).map((t) => t.object);
     expect(objects).toEqual(expect.arrayContaining(['role:user', 'role:auditor', expect.stringMatching(/^group:/)]));
   });
 });

@@ -97,7 +97,7 @@ const richUser = (userName: string, managerId: string) => ({
 
 describe("responses conform to scimmy's schema definitions", () => {
   it('User and Group resources, as created, read, listed, replaced and patched', async () => {
-    const admin = (await c.app.users.getByUsername('admin'))!.id;
+    const admin = (await c.app.services.users.getByUsername('admin'))!.id;
     const created = await c.request('POST', '/Users', richUser('bjensen', admin));
     expect(created.status).toBe(201);
     const group = await c.request('POST', '/Groups', {
@@ -380,7 +380,9 @@ describe('PATCH agrees with scim-patch', () => {
           const values = (body: Json) =>
             ((body.members as Json[] | undefined) ?? []).map((m) => m.value as string).sort();
           expect(values(res.body), JSON.stringify(operations)).toEqual([...new Set(values(expected))]);
-          const tuples = (await c.app.authz.read({ object: `group:${idOf(created)}`, relation: 'member' }))
+          const tuples = (
+            await c.app.infrastructure.authz.read({ object: `group:${idOf(created)}`, relation: 'member' })
+          )
             .map((t) => t.user.slice(5))
             .sort();
           expect(tuples).toEqual(values(res.body));

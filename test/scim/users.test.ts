@@ -102,7 +102,7 @@ function bjensenAsStored(id: string, adminId: string, at = T0) {
 }
 
 async function adminId(c: ScimClient): Promise<string> {
-  return (await c.app.users.getByUsername('admin'))!.id;
+  return (await c.app.services.users.getByUsername('admin'))!.id;
 }
 
 async function provision(c: ScimClient, userName: string, extra: Record<string, unknown> = {}) {
@@ -129,7 +129,7 @@ describe('POST /scim/v2/Users', () => {
       (await call(c.app, 'POST', '/auth/login', { body: { username: 'bjensen@example.COM', password: PASSWORD } }))
         .status,
     ).toBe(200);
-    const user = await c.app.users.get(id);
+    const user = await c.app.services.users.get(id);
     expect(user).toMatchObject({
       username: 'BJensen@Example.com',
       email: 'bjensen@example.com',
@@ -138,8 +138,8 @@ describe('POST /scim/v2/Users', () => {
       active: true,
       hasPassword: true,
     });
-    expect(await c.app.authz.check(`user:${id}`, 'assignee', 'role:user')).toBe(true);
-    const audit = await c.app.audit.list({ type: 'scim.user.created' }, { offset: 0, limit: 10 });
+    expect(await c.app.infrastructure.authz.check(`user:${id}`, 'assignee', 'role:user')).toBe(true);
+    const audit = await c.app.services.audit.list({ type: 'scim.user.created' }, { offset: 0, limit: 10 });
     expect(audit.items).toMatchObject([
       { actor_id: admin, subject_id: id, details: { userName: 'BJensen@Example.com' } },
     ]);
@@ -167,7 +167,7 @@ describe('POST /scim/v2/Users', () => {
   it('refuses a userName that exists in any case, and an email another user signs in with: 409 uniqueness', async () => {
     const c = await setUp();
     await c.request('POST', '/Users', bjensen(await adminId(c)));
-    const before = await c.app.users.count();
+    const before = await c.app.services.users.count();
     const taken = await c.request('POST', '/Users', { schemas: [USER], userName: 'bjensen@EXAMPLE.com' });
     expect(taken.status).toBe(409);
     expect(taken.headers.get('content-type')).toMatch(SCIM_JSON);
@@ -180,12 +180,12 @@ describe('POST /scim/v2/Users', () => {
     expect(email.body).toEqual(
       scimError(409, 'emails: BJENSEN@example.com is already used by another user', 'uniqueness'),
     );
-    expect(await c.app.users.count()).toBe(before);
+    expect(await c.app.services.users.count()).toBe(before);
   });
 
   it('refuses bad bodies with 400 and the SCIM error, creating nothing', async () => {
     const c = await setUp();
-    const before = await c.app.users.count();
+    const before = await c.app.services.users.count();
     const cases: [unknown, string, string][] = [
       [{ userName: 'x' }, `schemas must include ${USER}`, 'invalidValue'],
       [{ schemas: [GROUP], userName: 'x' }, `schemas must include ${USER}`, 'invalidValue'],
@@ -235,7 +235,7 @@ describe('POST /scim/v2/Users', () => {
     expect(text.status).toBe(415);
     expect(text.headers.get('content-type')).toMatch(SCIM_JSON);
     expect(text.body).toEqual(scimError(415, 'Request body must be application/scim+json or application/json'));
-    expect(await c.app.users.count()).toBe(before);
+    expect(await c.app.services.users.count()).toBe(before);
   });
 });
 
@@ -409,7 +409,7 @@ describe('PATCH /scim/v2/Users/{id}', () => {
       },
     });
     // The primary email is the sign-in email.
-    expect((await c.app.users.get(id))?.email).toBe('barbara.jensen@example.com');
+    expect((await c.app.services.users.get(id))?.email).toBe('barbara.jensen@example.com');
     expect((await c.request('GET', `/Users/${id}`)).body).toEqual(res.body);
   });
 
@@ -441,7 +441,7 @@ describe('PATCH /scim/v2/Users/{id}', () => {
     });
     expect(short.body).toEqual(scimError(400, 'password must be at least 8 characters', 'invalidValue'));
     await c.request('PATCH', `/Users/${id}`, { schemas: [PATCH_OP], Operations: [{ op: 'remove', path: 'password' }] });
-    expect((await c.app.users.get(id))?.hasPassword).toBe(false);
+    expect((await c.app.services.users.get(id))?.hasPassword).toBe(false);
   });
 
   it('refuses bad operations with the RFC scimType and applies none of them', async () => {
@@ -524,9 +524,9 @@ describe('deactivation (DELETE, or active=false) and reactivation', () => {
     ).body.id as string;
     const support = (await c.request('POST', '/Groups', { schemas: [GROUP], displayName: 'Support' })).body
       .id as string;
-    const conversation = await c.app.conversations.create(`user:${id}`, 'Notes');
+    const conversation = await c.app.services.conversations.create(`user:${id}`, 'Notes');
     const token = await login(c.app, 'alice');
-    const tuples = () => c.app.authz.read({ user: `user:${id}` });
+    const tuples = () => c.app.infrastructure.authz.read({ user: `user:${id}` });
     const granted = [
       { user: `user:${id}`, relation: 'owner', object: `conversation:${conversation.id}` },
       { user: `user:${id}`, relation: 'member', object: `group:${sales}` },
@@ -568,7 +568,9 @@ describe('deactivation (DELETE, or active=false) and reactivation', () => {
       ),
     );
     expect(await login(c.app, 'alice')).toEqual(expect.any(String));
-    const types = (await c.app.audit.list({ userId: id }, { offset: 0, limit: 20 })).items.map((e) => e.event_type);
+    const types = (await c.app.services.audit.list({ userId: id }, { offset: 0, limit: 20 })).items.map(
+      (e) => e.event_type,
+    );
     expect(types).toEqual(expect.arrayContaining(['scim.user.deleted', 'scim.user.reactivated']));
   });
 
@@ -582,8 +584,10 @@ describe('deactivation (DELETE, or active=false) and reactivation', () => {
     });
     expect(res.body.active).toBe(false);
     expect((await call(c.app, 'GET', '/auth/me', { token })).status).toBe(401);
-    expect(await c.app.authz.read({ user: `user:${id}` })).toEqual([]);
-    const types = (await c.app.audit.list({ userId: id }, { offset: 0, limit: 20 })).items.map((e) => e.event_type);
+    expect(await c.app.infrastructure.authz.read({ user: `user:${id}` })).toEqual([]);
+    const types = (await c.app.services.audit.list({ userId: id }, { offset: 0, limit: 20 })).items.map(
+      (e) => e.event_type,
+    );
     expect(types).toContain('scim.user.deactivated');
   });
 
@@ -601,8 +605,8 @@ describe('deactivation (DELETE, or active=false) and reactivation', () => {
       schemas: [PATCH_OP],
       Operations: [{ op: 'replace', value: { active: true } }],
     });
-    expect(await c.app.authz.check(`user:${id}`, 'owner', 'service_principal:carol-bot')).toBe(false);
-    expect(await c.app.authz.check(`user:${id}`, 'assignee', 'role:user')).toBe(true);
+    expect(await c.app.infrastructure.authz.check(`user:${id}`, 'owner', 'service_principal:carol-bot')).toBe(false);
+    expect(await c.app.infrastructure.authz.check(`user:${id}`, 'assignee', 'role:user')).toBe(true);
   });
 
   it('DELETE of an unknown user is 404', async () => {
@@ -792,13 +796,13 @@ describe('who may provision', () => {
       ).body.access_token as string;
     expect((await scimRequest(c.app, await grant(), 'GET', '/Users')).status).toBe(403);
 
-    await c.app.authz.write([
+    await c.app.infrastructure.authz.write([
       { user: 'service_principal:entra-sync', relation: 'provisioner', object: 'system:global' },
     ]);
     const token = await grant();
     const created = await scimRequest(c.app, token, 'POST', '/Users', { schemas: [USER], userName: 'provisioned' });
     expect(created.status).toBe(201);
-    const audit = await c.app.audit.list({ type: 'scim.user.created' }, { offset: 0, limit: 5 });
+    const audit = await c.app.services.audit.list({ type: 'scim.user.created' }, { offset: 0, limit: 5 });
     expect(audit.items[0]).toMatchObject({ actor_id: 'service_principal:entra-sync', subject_id: created.body.id });
     expect((await scimRequest(c.app, token, 'DELETE', `/Users/${idOf(created)}`)).status).toBe(204);
 
@@ -809,6 +813,6 @@ describe('who may provision', () => {
     });
     expect(takeover.body).toEqual(scimError(403, 'Only administrators may change an administrator through SCIM'));
     expect((await scimRequest(c.app, token, 'DELETE', `/Users/${admin}`)).status).toBe(403);
-    expect((await c.app.users.get(admin))?.active).toBe(true);
+    expect((await c.app.services.users.get(admin))?.active).toBe(true);
   });
 });

@@ -30,15 +30,15 @@ export function conversationSearchContract(dialect: Dialect): void {
     const ids = new Map<string, string>();
     const labelOf = (hit: SearchHit) => [...ids].find(([, id]) => id === hit.messageId)?.[0] ?? hit.messageId;
     const search = async (query: string, limit = 50) =>
-      (await app.conversations.search(alice, query, limit)).map(labelOf);
+      (await app.services.conversations.search(alice, query, limit)).map(labelOf);
 
     /** Appends one message per label, a second apart, so that "newest" is well defined. */
     async function say(owner: string, title: string, messages: [label: string, message: NewMessage][]) {
-      const conversation = await app.conversations.create(owner, title);
+      const conversation = await app.services.conversations.create(owner, title);
       for (const [label, message] of messages) {
         clock.advance(1_000);
-        await app.conversations.append(conversation.id, [message]);
-        const stored = await app.conversations.messages(conversation.id);
+        await app.services.conversations.append(conversation.id, [message]);
+        const stored = await app.services.conversations.messages(conversation.id);
         ids.set(label, stored.at(-1)!.id);
       }
       return conversation;
@@ -49,10 +49,10 @@ export function conversationSearchContract(dialect: Dialect): void {
         dialect.name === 'postgres'
           ? await sql<{ n: number }>`
               select count(*) as n from messages
-              where search_vector @@ plainto_tsquery('simple', ${word})`.execute(app.db.kysely)
+              where search_vector @@ plainto_tsquery('simple', ${word})`.execute(app.infrastructure.db.kysely)
           : await sql<{ n: number }>`
               select count(*) as n from messages_search where messages_search match ${`"${word}"`}`.execute(
-              app.db.kysely,
+              app.infrastructure.db.kysely,
             );
       return Number(rows[0]!.n);
     }
@@ -67,8 +67,8 @@ export function conversationSearchContract(dialect: Dialect): void {
       );
       clock = started.clock;
       aliceToken = started.alice;
-      alice = `user:${(await app.users.getByUsername('alice'))!.id}`;
-      const bob = `user:${(await app.users.getByUsername('bob'))!.id}`;
+      alice = `user:${(await app.services.users.getByUsername('alice'))!.id}`;
+      const bob = `user:${(await app.services.users.getByUsername('bob'))!.id}`;
 
       // Oldest first: ranking, not age, must decide the order.
       await say(alice, 'Release planning', [
@@ -196,7 +196,7 @@ export function conversationSearchContract(dialect: Dialect): void {
     });
 
     it("searches only the caller's own user and assistant messages", async () => {
-      const hits = await app.conversations.search(alice, 'deploy', 50);
+      const hits = await app.services.conversations.search(alice, 'deploy', 50);
       expect(hits.map(labelOf)).not.toContain('bob');
       expect(hits.map((h) => h.role).sort()).toEqual([
         'assistant',
@@ -215,15 +215,15 @@ export function conversationSearchContract(dialect: Dialect): void {
         snippet: 'Deploy it, deploy it, DEPLOY it.',
         createdAt: expect.stringMatching(/^2026-06-01T12:00:\d\d\.000Z$/) as unknown,
       });
-      const bob = `user:${(await app.users.getByUsername('bob'))!.id}`;
-      expect((await app.conversations.search(bob, 'deploy cafe', 50)).map(labelOf)).toEqual(['bob']);
-      expect(await app.conversations.search('user:nobody', 'deploy', 50)).toEqual([]);
+      const bob = `user:${(await app.services.users.getByUsername('bob'))!.id}`;
+      expect((await app.services.conversations.search(bob, 'deploy cafe', 50)).map(labelOf)).toEqual(['bob']);
+      expect(await app.services.conversations.search('user:nobody', 'deploy', 50)).toEqual([]);
     });
 
     it('keeps the index in step when a message is changed or its conversation deleted', async () => {
       const scratch = await say(alice, 'Scratch', [['quokka', { role: 'user', content: 'A quokka smiles.' }]]);
       expect(await search('quokka')).toEqual(['quokka']);
-      await app.db.kysely
+      await app.infrastructure.db.kysely
         .updateTable('messages')
         .set({ content: 'A wombat digs.', content_key: searchWords('A wombat digs.').join(' ') })
         .where('id', '=', ids.get('quokka')!)
@@ -233,26 +233,29 @@ export function conversationSearchContract(dialect: Dialect): void {
       expect(await indexed('quokka')).toBe(0);
 
       // The messages go with their conversation (a foreign-key cascade).
-      await app.db.kysely.deleteFrom('conversations').where('id', '=', scratch.id).execute();
+      await app.infrastructure.db.kysely.deleteFrom('conversations').where('id', '=', scratch.id).execute();
       expect(await search('wombat')).toEqual([]);
       expect(await indexed('wombat')).toBe(0);
     });
 
     it('forgets an erased user’s messages: the index no longer holds them', async () => {
       await createUser(app, 'erin');
-      const erin = `user:${(await app.users.getByUsername('erin'))!.id}`;
+      const erin = `user:${(await app.services.users.getByUsername('erin'))!.id}`;
       await say(erin, 'Secrets', [
         ['erin-1', { role: 'user', content: 'My zebracorn is called Zed.' }],
         ['erin-2', { role: 'assistant', content: 'A fine zebracorn name.' }],
       ]);
-      expect((await app.conversations.search(erin, 'zebracorn', 10)).map(labelOf)).toEqual(['erin-2', 'erin-1']);
+      expect((await app.services.conversations.search(erin, 'zebracorn', 10)).map(labelOf)).toEqual([
+        'erin-2',
+        'erin-1',
+      ]);
       expect(await indexed('zebracorn')).toBe(2);
 
       const token = await accessToken(app, 'erin');
       const res = await call(app, 'DELETE', '/api/v1/users/me?confirm=true', { token });
       expect(res.status).toBe(200);
 
-      expect(await app.conversations.search(erin, 'zebracorn', 10)).toEqual([]);
+      expect(await app.services.conversations.search(erin, 'zebracorn', 10)).toEqual([]);
       expect(await indexed('zebracorn')).toBe(0);
       expect(await indexed('zed')).toBe(0);
       // Everyone else's messages are still found.

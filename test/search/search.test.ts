@@ -68,7 +68,7 @@ describe('embedded search', () => {
 
   it('ranks the sections that contain every word by how often they occur, titles counting extra', async () => {
     const app = await startApp();
-    const search = createEmbeddedSearch(app.conversations, DOCS);
+    const search = createEmbeddedSearch(app.services.conversations, DOCS);
     const results = await search.search('refresh token', { limit: 10, subject: 'user:nobody' });
 
     expect(results).toEqual([
@@ -91,21 +91,23 @@ describe('embedded search', () => {
 
   it('matches words with non-ASCII letters whole', async () => {
     const app = await startApp();
-    const search = createEmbeddedSearch(app.conversations, DOCS);
+    const search = createEmbeddedSearch(app.services.conversations, DOCS);
     const cafe = await search.search('café', { limit: 10, subject: 'user:nobody' });
     expect(cafe.map((r) => r.title)).toEqual(['Agent Service documentation: Cafés']);
   });
 
   it('looks only in the caller’s own conversations, after the documentation', async () => {
     const app = await startApp();
-    const alice = await app.conversations.create('user:alice', 'Token questions');
-    await app.conversations.append(alice.id, [
+    const alice = await app.services.conversations.create('user:alice', 'Token questions');
+    await app.services.conversations.append(alice.id, [
       { role: 'user', content: 'How long does a refresh token live?' },
       { role: 'assistant', content: 'Thirty days.' },
     ]);
-    const bob = await app.conversations.create('user:bob', 'Bob on tokens');
-    await app.conversations.append(bob.id, [{ role: 'user', content: 'Bob asks about the refresh token too' }]);
-    const search = createEmbeddedSearch(app.conversations, DOCS);
+    const bob = await app.services.conversations.create('user:bob', 'Bob on tokens');
+    await app.services.conversations.append(bob.id, [
+      { role: 'user', content: 'Bob asks about the refresh token too' },
+    ]);
+    const search = createEmbeddedSearch(app.services.conversations, DOCS);
 
     const results = await search.search('refresh token', { limit: 10, subject: 'user:alice' });
 
@@ -121,9 +123,9 @@ describe('embedded search', () => {
 
   it('returns at most limit results', async () => {
     const app = await startApp();
-    const conversation = await app.conversations.create('user:alice', 'Tokens');
-    await app.conversations.append(conversation.id, [{ role: 'user', content: 'refresh token please' }]);
-    const search = createEmbeddedSearch(app.conversations, DOCS);
+    const conversation = await app.services.conversations.create('user:alice', 'Tokens');
+    await app.services.conversations.append(conversation.id, [{ role: 'user', content: 'refresh token please' }]);
+    const search = createEmbeddedSearch(app.services.conversations, DOCS);
 
     const one = await search.search('refresh token', { limit: 1, subject: 'user:alice' });
     expect(one.map((r) => r.url)).toEqual(['agent-service://docs/readme#refresh-tokens']);

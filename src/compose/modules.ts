@@ -1,0 +1,195 @@
+import type { Config } from '../config.js';
+import type { Lifecycle } from '../lifecycle.js';
+import type { Logger } from '../logger.js';
+import { McpCore } from '../mcp/core.js';
+import { createMcpMetrics } from '../mcp/metrics.js';
+import { McpPolicy } from '../mcp/policy.js';
+import { ToolExecutor } from '../mcp/tools.js';
+import { createAgentModule } from '../modules/agent/index.js';
+import { createApiKeysModule } from '../modules/api-keys/index.js';
+import { createAuditModule } from '../modules/audit/index.js';
+import { KeyEncryption, createAuthModule } from '../modules/auth/index.js';
+import { createConversationsModule } from '../modules/conversations/index.js';
+import { type ErasureStep, createDataSubjectModule } from '../modules/data-subject/index.js';
+import { createHealthModule } from '../modules/health/index.js';
+import { createScimModule } from '../modules/scim/index.js';
+import { createServicePrincipalsModule } from '../modules/service-principals/index.js';
+import { createSystemModule } from '../modules/system/index.js';
+import { createUsersModule } from '../modules/users/index.js';
+import { createVersionModule } from '../modules/version/index.js';
+import type { Module } from '../ports/module.js';
+import type { Metrics } from '../http/metrics.js';
+import { TOOLS } from '../../tools/index.js';
+import { createAgent } from '../../workflows/agent.js';
+import { createCheckpointer } from '../../workflows/checkpointer.js';
+import type { Infrastructure } from './infrastructure.js';
+
+/** Start-up steps in the order they run; the names are what `/health/startup` reports. */
+export const STARTUP_STEPS: Record<string, string> = {
+  database: 'database_migrations',
+  session_store: 'session_store_connection',
+  authz_service: 'authz_model',
+  identity_provider: 'identity_provider_config',
+  llm_provider: 'llm_connection',
+};
+
+/** What every part of the service shares: the clock, the logs, the metrics and the run state. */
+export interface Base {
+  logger: Logger;
+  now: () => Date;
+  lifecycle: Lifecycle;
+  metrics: Metrics;
+  /** Shows a one-time secret to the operator, outside the structured logs. */
+  announce: (message: string) => void;
+}
+
+export interface ModuleOptions {
+  /** Adjusts the account erasure's ordered steps (tests make one fail). */
+  erasureSteps?: (steps: ErasureStep[]) => ErasureStep[];
+}
+
+/**
+ * Builds every module on the adapters the configuration picked, each with the ports it declares. The order here is
+ * the order of dependence; `started` lists the modules in the order they start (reversed, stop).
+ */
+export function buildModules(config: Config, infrastructure: Infrastructure, base: Base, options: ModuleOptions = {}) {
+  const { db, authz, llm, stores } = infrastructure;
+  const { logger, now, lifecycle } = base;
+
+  const system = createSystemModule({ db: db.kysely, now });
+  const health = createHealthModule({
+    cacheMs: config.healthCacheMs,
+    startupSteps: Object.values(STARTUP_STEPS),
+    lifecycle,
+    now,
+  });
+  health.service.register(infrastructure.healthChecks);
+
+  const users = createUsersModule({ db: db.kysely, authz, now });
+  const audit = createAuditModule({ db: db.kysely, logger, authz, now });
+  const auth = createAuthModule({
+    config,
+    db: db.kysely,
+    users: users.service,
+    stores,
+    keyEncryption: KeyEncryption.fromConfig(config, logger),
+    audit: audit.service,
+    logger,
+    now,
+    announce: base.announce,
+    // Principals are built on the tokens this module issues; `/auth/me` asks them about one at request time.
+    describePrincipal: (id: string) => principals.service.describe(id),
+  });
+  const credentials = {
+    users: users.service,
+    tokens: auth.service.tokens,
+    audit: audit.service,
+    now,
+    registerTokenFamily: auth.service.auth.registerTokenFamily.bind(auth.service.auth),
+  };
+  const apiKeys = createApiKeysModule({ db, ...credentials });
+  const principals = createServicePrincipalsModule({
+    db: db.kysely,
+    authz,
+    throttle: auth.service.auth.throttle,
+    ...credentials,
+  });
+  const scim = createScimModule({
+    db,
+    authz,
+    revokeUser: (id) => auth.service.auth.revokeUser(id),
+    restoreDelegations: (id) => principals.service.restoreDelegationsTo(id),
+    audit: audit.service,
+    logger,
+    publicUrl: config.publicUrl,
+    bodyLimitBytes: config.bodyLimitBytes,
+    now,
+  });
+  const conversations = createConversationsModule({ db: db.kysely, authz, now });
+  const search = infrastructure.search(conversations.service);
+
+  // The MCP core: its policy admits chat turns, its tools are what the agent may call.
+  const mcpMetrics = createMcpMetrics(base.metrics.registry);
+  const policy = new McpPolicy({ authz, counters: stores.counters, limits: config.mcp, now });
+  const agent = createAgentModule({
+    admission: policy,
+    build: async () => {
+      const checkpointer = await createCheckpointer(db);
+      const graph = createAgent({ llm, conversations: conversations.service, tools: executor, checkpointer, logger });
+      return { agent: graph, deleteThread: (threadId) => checkpointer.deleteThread(threadId) };
+    },
+  });
+  const executor = new ToolExecutor(
+    {
+      services: { logger, authz, conversations: conversations.service, search, chat: agent.service.chat },
+      policy,
+      metrics: mcpMetrics,
+    },
+    TOOLS,
+  );
+  const mcp = new McpCore({
+    server: {
+      executor,
+      policy,
+      conversations: conversations.service,
+      describe: () => ({ llm_provider: llm.provider, model: llm.model, search_provider: search.provider }),
+    },
+    policy,
+    metrics: mcpMetrics,
+    logger,
+  });
+
+  const dataSubject = createDataSubjectModule({
+    db: db.kysely,
+    users: users.service,
+    auth: auth.service.auth,
+    conversations: conversations.service,
+    audit: audit.service,
+    logger,
+    now,
+    erasure: {
+      apiKeys: apiKeys.service,
+      principals: principals.service,
+      authz,
+      policy,
+      // Start-up builds the agent and its checkpointer; erasure is served only after start-up.
+      deleteThread: (threadId) => agent.service.deleteThread(threadId),
+    },
+    ...(options.erasureSteps && { adjustErasureSteps: options.erasureSteps }),
+  });
+
+  const services = {
+    system: system.service,
+    health: health.service,
+    users: users.service,
+    audit: audit.service,
+    auth: auth.service,
+    apiKeys: apiKeys.service,
+    principals: principals.service,
+    scim: scim.service,
+    conversations: conversations.service,
+    agent: agent.service,
+    mcp,
+    dataSubject: dataSubject.service,
+  };
+  /**
+   * The modules in the order they start. System and health are not listed: health answers from the first moment,
+   * and the installation is recorded as soon as the schema is migrated.
+   */
+  const started: Module<unknown>[] = [
+    users,
+    audit,
+    auth,
+    apiKeys,
+    principals,
+    scim,
+    conversations,
+    agent,
+    dataSubject,
+    createVersionModule(),
+  ];
+  return { system, health, started, services };
+}
+
+/** Each module's service, by module. */
+export type Services = ReturnType<typeof buildModules>['services'];

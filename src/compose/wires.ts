@@ -1,0 +1,53 @@
+import type { Config } from '../config.js';
+import type { CallerResolver } from '../http/authenticate.js';
+import type { RouteGroup } from '../http/route.js';
+import type { Lifecycle } from '../lifecycle.js';
+import type { Logger } from '../logger.js';
+import type { McpCore } from '../mcp/core.js';
+import type { ChatTurnService } from '../modules/agent/index.js';
+import { restRoutes } from '../../transports/rest.js';
+import { LegacySseConnections } from '../../transports/sse.js';
+import { StreamableHttpSessions } from '../../transports/streamable-http.js';
+import { WebSocketEndpoint } from '../../transports/websocket.js';
+
+export interface WireDeps {
+  config: Config;
+  core: McpCore;
+  chat: ChatTurnService;
+  lifecycle: Lifecycle;
+  logger: Logger;
+  resolveCaller: CallerResolver;
+  originAllowed: (origin: string | undefined) => boolean;
+  /** The `WWW-Authenticate` challenge of every 401 (also on a refused WebSocket upgrade). */
+  wwwAuthenticate: string;
+}
+
+/** The MCP core on every network wire: REST, streamable HTTP, legacy SSE and WebSocket. */
+export function buildMcpWires(deps: WireDeps) {
+  const { config, core, lifecycle, logger } = deps;
+  const streamable = new StreamableHttpSessions({
+    core,
+    lifecycle,
+    logger,
+    idleMs: config.mcp.sessionIdleSeconds * 1000,
+    maxSessions: config.mcp.maxSessions,
+  });
+  const sse = new LegacySseConnections({ core, lifecycle });
+  const websocket = new WebSocketEndpoint({
+    core,
+    lifecycle,
+    logger,
+    resolveCaller: deps.resolveCaller,
+    originAllowed: deps.originAllowed,
+    maxPayloadBytes: config.bodyLimitBytes,
+    wwwAuthenticate: deps.wwwAuthenticate,
+  });
+  const routes: RouteGroup[] = [
+    ...restRoutes({ core, chat: deps.chat, lifecycle }),
+    streamable.routes(),
+    ...sse.routes(),
+  ];
+  return { streamable, sse, websocket, routes };
+}
+
+export type McpWires = ReturnType<typeof buildMcpWires>;

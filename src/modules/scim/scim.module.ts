@@ -1,0 +1,11 @@
+import type { Module } from '../../ports/module.js';
+import { scimRoutes } from './scim.routes.js';
+import { ScimService, type ScimServiceDeps } from './scim.service.js';
+
+export type ScimModuleDeps = ScimServiceDeps;
+
+/** SCIM 2.0 provisioning (`/scim/v2/…`): the identity provider's view of the local users and groups. */
+export function createScimModule(deps: ScimModuleDeps): Module<ScimService> {
+  const scim = new ScimService(deps);
+  return { name: 'scim', service: scim, routes: { main: [scimRoutes(scim)] } };
+}
