@@ -81,7 +81,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const wwwAuthenticate = `Bearer realm="agent-service", resource_metadata="${config.publicUrl}/.well-known/oauth-protected-resource/mcp"`;
   const { routes: wireRoutes, ...wires } = buildMcpWires({
     config,
-    core: services.mcp,
+    core: services.mcp.core,
     chat: services.agent.chat,
     lifecycle,
     logger,
@@ -177,7 +177,6 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         await starting?.catch(() => undefined);
         await health.stop?.();
         for (const module of [...modules].reverse()) await module.stop?.();
-        await services.mcp.close();
         if (redis) await redis.quit().catch(() => redis.disconnect());
         await db.destroy();
         lifecycle.markStopped();

@@ -3,28 +3,32 @@
  * into bodies, in the shape of the area the request belongs to (see src/http/render-errors.ts).
  */
 
-/** Stable, switchable error codes. The spec's codes come first; the rest are ours. */
-export type ErrorCode =
-  | 'AUTH_INVALID_CREDENTIALS'
-  | 'AUTH_ACCESS_DENIED'
-  | 'AUTH_RATE_LIMIT'
-  | 'AUTH_SERVICE_ERROR'
-  | 'AUTH_INVALID_TOKEN'
-  | 'SESSION_NOT_FOUND'
-  | 'RATE_LIMIT'
-  | 'INTERNAL_ERROR'
-  | 'VALIDATION_ERROR'
-  | 'MALFORMED_JSON'
-  | 'UNSUPPORTED_MEDIA_TYPE'
-  | 'PAYLOAD_TOO_LARGE'
-  | 'UNSUPPORTED_API_VERSION'
-  | 'BAD_REQUEST'
-  | 'NOT_FOUND'
-  | 'ROUTE_NOT_FOUND'
-  | 'FORBIDDEN'
-  | 'CONFLICT'
-  | 'SERVICE_UNAVAILABLE'
-  | 'SERVICE_STARTING';
+/**
+ * A stable, switchable error code, in upper snake case. Every AppError has one. The codes used across areas are
+ * declared here (`CommonErrorCode`); an area's own codes are declared by the area (`AuthErrorCode` in the auth
+ * module, `CallerErrorCode` in the caller port…), and throw sites use those constants, never a bare string.
+ * The values are part of the interface: the envelope body shows them (spec "Errors"), so they never change.
+ */
+export type ErrorCode = Uppercase<string>;
+
+/** The codes no single area owns: framework and HTTP conditions, and the generic outcomes every area uses. */
+export const CommonErrorCode = {
+  MalformedJson: 'MALFORMED_JSON',
+  PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
+  UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',
+  UnsupportedApiVersion: 'UNSUPPORTED_API_VERSION',
+  RouteNotFound: 'ROUTE_NOT_FOUND',
+  BadRequest: 'BAD_REQUEST',
+  Validation: 'VALIDATION_ERROR',
+  NotFound: 'NOT_FOUND',
+  Forbidden: 'FORBIDDEN',
+  Conflict: 'CONFLICT',
+  RateLimit: 'RATE_LIMIT',
+  Internal: 'INTERNAL_ERROR',
+  ServiceUnavailable: 'SERVICE_UNAVAILABLE',
+  ServiceStarting: 'SERVICE_STARTING',
+} as const;
+export type CommonErrorCode = (typeof CommonErrorCode)[keyof typeof CommonErrorCode];
 
 export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 503;
 
@@ -63,7 +67,8 @@ export interface FieldIssue {
 }
 
 export interface AppErrorOptions {
-  code?: ErrorCode;
+  /** Required: a client (or a log reader) can always switch on what went wrong. */
+  code: ErrorCode;
   cause?: unknown;
   issues?: FieldIssue[];
   scimType?: ScimType;
@@ -73,12 +78,12 @@ export interface AppErrorOptions {
 export abstract class AppError extends Error {
   abstract readonly status: ErrorStatus;
   abstract readonly error: ErrorName;
-  readonly code: ErrorCode | undefined;
+  readonly code: ErrorCode;
   readonly issues: FieldIssue[] | undefined;
   readonly scimType: ScimType | undefined;
   readonly headers: Record<string, string>;
 
-  constructor(message: string, options: AppErrorOptions = {}) {
+  constructor(message: string, options: AppErrorOptions) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = new.target.name;
     this.code = options.code;
@@ -102,8 +107,8 @@ export class BadRequestError extends AppError {
 export class ValidationError extends AppError {
   readonly status = 400;
   readonly error = 'validation_error';
-  constructor(message: string, issues: FieldIssue[], options: Omit<AppErrorOptions, 'issues'> = {}) {
-    super(message, { code: 'VALIDATION_ERROR', ...options, issues });
+  constructor(message: string, issues: FieldIssue[], options: Partial<Omit<AppErrorOptions, 'issues'>> = {}) {
+    super(message, { ...options, code: options.code ?? CommonErrorCode.Validation, issues });
   }
 }
 
@@ -112,10 +117,7 @@ export class UnauthorizedError extends AppError {
   readonly error: ErrorName;
   /** When the presented credential had expired, its expiry (ISO 8601): the verify form reports it. */
   readonly expiredAt: string | undefined;
-  constructor(
-    message = 'Authentication required',
-    options: AppErrorOptions & { error?: ErrorName; expiredAt?: string } = {},
-  ) {
+  constructor(message: string, options: AppErrorOptions & { error?: ErrorName; expiredAt?: string }) {
     super(message, options);
     this.error = options.error ?? 'unauthorized';
     this.expiredAt = options.expiredAt;
@@ -158,9 +160,9 @@ export class RateLimitError extends AppError {
   constructor(
     message: string,
     readonly retryAfterSeconds: number,
-    options: AppErrorOptions = {},
+    options: Partial<AppErrorOptions> = {},
   ) {
-    super(message, { code: 'RATE_LIMIT', ...options });
+    super(message, { ...options, code: options.code ?? CommonErrorCode.RateLimit });
   }
 }
 
@@ -195,24 +197,28 @@ export function toAppError(err: unknown): AppError {
   const status = typeof http.status === 'number' ? http.status : http.statusCode;
   switch (http.type) {
     case 'entity.parse.failed':
-      return new BadRequestError('Request body is not valid JSON', { code: 'MALFORMED_JSON', cause: err });
+      return new BadRequestError('Request body is not valid JSON', { code: CommonErrorCode.MalformedJson, cause: err });
     case 'entity.too.large':
-      return new PayloadTooLargeError('Request body is too large', { code: 'PAYLOAD_TOO_LARGE', cause: err });
+      return new PayloadTooLargeError('Request body is too large', {
+        code: CommonErrorCode.PayloadTooLarge,
+        cause: err,
+      });
     case 'encoding.unsupported':
     case 'charset.unsupported':
       return new UnsupportedMediaTypeError('Unsupported request body encoding', {
-        code: 'UNSUPPORTED_MEDIA_TYPE',
+        code: CommonErrorCode.UnsupportedMediaType,
         cause: err,
       });
     case 'request.aborted':
     case 'request.size.invalid':
     case 'stream.encoding.set':
-      return new BadRequestError('Request body could not be read', { code: 'BAD_REQUEST', cause: err });
+      return new BadRequestError('Request body could not be read', { code: CommonErrorCode.BadRequest, cause: err });
   }
   if (typeof status === 'number' && status >= 400 && status < 500 && http.expose !== false) {
-    if (status === 404) return new NotFoundError('Not found', { code: 'NOT_FOUND', cause: err });
-    if (status === 413) return new PayloadTooLargeError('Request body is too large', { code: 'PAYLOAD_TOO_LARGE' });
-    return new BadRequestError('Bad request', { code: 'BAD_REQUEST', cause: err });
+    if (status === 404) return new NotFoundError('Not found', { code: CommonErrorCode.NotFound, cause: err });
+    if (status === 413)
+      return new PayloadTooLargeError('Request body is too large', { code: CommonErrorCode.PayloadTooLarge });
+    return new BadRequestError('Bad request', { code: CommonErrorCode.BadRequest, cause: err });
   }
-  return new InternalError('Internal server error', { code: 'INTERNAL_ERROR', cause: err });
+  return new InternalError('Internal server error', { code: CommonErrorCode.Internal, cause: err });
 }

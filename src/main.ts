@@ -9,7 +9,7 @@ import { migrateDown, migrateToLatest } from './db/migrate.js';
 import { UsageError, keysCommand, usersCommand } from './cli/admin.js';
 import { UnauthorizedError } from './errors.js';
 import { createLogger } from './logger.js';
-import { type Caller, userSubject } from './ports/caller.js';
+import { type Caller, CallerErrorCode, userSubject } from './ports/caller.js';
 import { serveStdio } from '../transports/stdio.js';
 import { SERVICE_NAME, SERVICE_VERSION } from './version.js';
 
@@ -82,7 +82,10 @@ export async function stdioCaller(app: App): Promise<Caller> {
   if (apiKey) return { ...(await app.services.apiKeys.authenticate(apiKey)), via: 'stdio' };
   const name = username ?? app.config.auth.adminUsername;
   const user = await app.services.users.getByUsername(name);
-  if (!user?.active) throw new UnauthorizedError(`No active user named ${name} for the stdio session (set STDIO_USER)`);
+  if (!user?.active)
+    throw new UnauthorizedError(`No active user named ${name} for the stdio session (set STDIO_USER)`, {
+      code: CallerErrorCode.InvalidToken,
+    });
   return {
     kind: 'user',
     subject: userSubject(user.id),
@@ -102,7 +105,7 @@ async function stdio(config: Config): Promise<void> {
   process.once('SIGINT', stop);
   try {
     await app.start({ listen: false });
-    await serveStdio({ core: app.services.mcp, lifecycle: app.lifecycle, logger, caller: await stdioCaller(app) });
+    await serveStdio({ core: app.services.mcp.core, lifecycle: app.lifecycle, logger, caller: await stdioCaller(app) });
   } catch (err) {
     logger.fatal({ err }, 'stdio session failed');
     await app.close().catch(() => undefined);

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { BadRequestError, NotFoundError } from '../src/errors.js';
+import { BadRequestError, CommonErrorCode, NotFoundError } from '../src/errors.js';
 import { callerOf } from '../src/http/authenticate.js';
 import { mcpErrorCode } from '../src/http/render-errors.js';
 import { type RouteDefinition, type RouteGroup, defineRoute } from '../src/http/route.js';
@@ -89,8 +89,8 @@ async function answered<T>(request: Promise<T>): Promise<T> {
     if (error instanceof JsonRpcError) {
       // -32002: no such resource; data.status 404: an argument names something the caller may not see.
       if (error.code === -32002 || (error.data as { status?: unknown } | undefined)?.status === NOT_FOUND_DATA.status)
-        throw new NotFoundError(error.message.replace(/^MCP error -?\d+: /, ''), { code: 'NOT_FOUND' });
-      throw new BadRequestError(error.message.replace(/^MCP error -?\d+: /, ''), { code: 'BAD_REQUEST' });
+        throw new NotFoundError(error.message.replace(/^MCP error -?\d+: /, ''), { code: CommonErrorCode.NotFound });
+      throw new BadRequestError(error.message.replace(/^MCP error -?\d+: /, ''), { code: CommonErrorCode.BadRequest });
     }
     throw error;
   }

@@ -3,7 +3,7 @@ import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { BadRequestError, NotFoundError } from '../src/errors.js';
+import { BadRequestError, CommonErrorCode, NotFoundError } from '../src/errors.js';
 import { callerOf } from '../src/http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../src/http/route.js';
 import type { Lifecycle } from '../src/lifecycle.js';
@@ -104,11 +104,13 @@ export class LegacySseConnections {
             const connection = this.#connections.get(query.sessionId);
             // Someone else's stream is reported as missing, like one that does not exist.
             if (!connection || connection.callerId !== caller.subject)
-              throw new NotFoundError('Session not found', { code: 'NOT_FOUND' });
+              throw new NotFoundError('Session not found', { code: CommonErrorCode.NotFound });
             res.set(rateHeaders(await core.policy.admitRequest(caller)));
             // The SDK would answer a message it cannot read in plain text; refused here, it gets the MCP error body.
             if (!JSONRPCMessageSchema.safeParse(req.body).success)
-              throw new BadRequestError('The body must be a JSON-RPC 2.0 message', { code: 'BAD_REQUEST' });
+              throw new BadRequestError('The body must be a JSON-RPC 2.0 message', {
+                code: CommonErrorCode.BadRequest,
+              });
             await connection.transport.handlePostMessage(
               Object.assign(req, { auth: authInfoFor(caller) }),
               res,

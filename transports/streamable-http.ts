@@ -4,7 +4,7 @@ import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { ServiceUnavailableError } from '../src/errors.js';
+import { CommonErrorCode, ServiceUnavailableError } from '../src/errors.js';
 import { callerOf } from '../src/http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../src/http/route.js';
 import type { Lifecycle } from '../src/lifecycle.js';
@@ -96,7 +96,7 @@ export class StreamableHttpSessions {
     // A refusal of the service, not of the protocol: rendered like every other MCP route's, with Retry-After.
     if (this.#sessions.size >= this.options.maxSessions)
       throw new ServiceUnavailableError('Too many open sessions; try again later', {
-        code: 'SERVICE_UNAVAILABLE',
+        code: CommonErrorCode.ServiceUnavailable,
         headers: { 'Retry-After': '1' },
       });
     const server = this.options.core.createServer();

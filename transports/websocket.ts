@@ -7,6 +7,7 @@ import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk
 import { type WebSocket, WebSocketServer } from 'ws';
 import {
   BadRequestError,
+  CommonErrorCode,
   ForbiddenError,
   ServiceUnavailableError,
   UnauthorizedError,
@@ -18,7 +19,7 @@ import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { guardTransport } from '../src/mcp/guard.js';
 import { authInfoFor } from '../src/mcp/server.js';
-import { type Caller, userIdOf } from '../src/ports/caller.js';
+import { type Caller, CallerErrorCode, userIdOf } from '../src/ports/caller.js';
 import { type StreamSlot, openStreamSlot } from './stream-slot.js';
 
 export const WEBSOCKET_PATH = '/mcp/ws';
@@ -150,14 +151,16 @@ function offeredSubprotocols(headers: IncomingHttpHeaders): string[] {
 
 /** The refusals `ws` would otherwise write itself, in its own shape: answered here in the wire's shape instead. */
 function checkHandshake(req: IncomingMessage): void {
-  if (req.method !== 'GET') throw new BadRequestError('A WebSocket upgrade must be a GET request');
+  if (req.method !== 'GET')
+    throw new BadRequestError('A WebSocket upgrade must be a GET request', { code: CommonErrorCode.BadRequest });
   if (req.headers.upgrade?.toLowerCase() !== 'websocket')
-    throw new BadRequestError('The Upgrade header must be "websocket"');
+    throw new BadRequestError('The Upgrade header must be "websocket"', { code: CommonErrorCode.BadRequest });
   if (!WEBSOCKET_KEY.test(req.headers['sec-websocket-key'] ?? ''))
-    throw new BadRequestError('Missing or invalid Sec-WebSocket-Key header');
+    throw new BadRequestError('Missing or invalid Sec-WebSocket-Key header', { code: CommonErrorCode.BadRequest });
   const version = req.headers['sec-websocket-version'];
   if (version !== '13' && version !== '8')
     throw new BadRequestError('Unsupported Sec-WebSocket-Version: use 13', {
+      code: CommonErrorCode.BadRequest,
       headers: { 'Sec-WebSocket-Version': '13, 8' },
     });
 }
@@ -174,18 +177,23 @@ function credentialOf(req: IncomingMessage): UpgradeCredential {
   const bearers = offered.filter((protocol) => protocol.startsWith(BEARER_SUBPROTOCOL_PREFIX));
   const byMessage = new URL(req.url ?? '/', 'http://localhost').searchParams.get('auth') === 'message';
   const headerCredential = headers.authorization !== undefined || headers['x-api-key'] !== undefined;
-  if (bearers.length > 1) throw new BadRequestError('Offer at most one bearer.<token> subprotocol');
+  if (bearers.length > 1)
+    throw new BadRequestError('Offer at most one bearer.<token> subprotocol', { code: CommonErrorCode.BadRequest });
   if (bearers.length + Number(byMessage) + Number(headerCredential) > 1)
-    throw new BadRequestError('Present one credential: a header, a bearer.<token> subprotocol, or ?auth=message');
+    throw new BadRequestError('Present one credential: a header, a bearer.<token> subprotocol, or ?auth=message', {
+      code: CommonErrorCode.BadRequest,
+    });
   if (byMessage) return { via: 'message' };
   if (bearers.length === 0) return { via: 'headers', headers };
   // The answer names one subprotocol of the offer, never the token: `mcp` must be offered with it.
   if (!offered.includes(MCP_SUBPROTOCOL))
-    throw new BadRequestError('Offer the mcp subprotocol together with bearer.<token>');
+    throw new BadRequestError('Offer the mcp subprotocol together with bearer.<token>', {
+      code: CommonErrorCode.BadRequest,
+    });
   const token = bearers[0]!.slice(BEARER_SUBPROTOCOL_PREFIX.length);
   if (!SUBPROTOCOL_TOKEN.test(token))
     throw new UnauthorizedError('The bearer.<token> subprotocol carries no valid token', {
-      code: 'AUTH_INVALID_TOKEN',
+      code: CallerErrorCode.InvalidToken,
     });
   return { via: 'headers', headers: { ...headers, authorization: `Bearer ${token}` } };
 }
@@ -294,17 +302,17 @@ export class WebSocketEndpoint {
     try {
       if (lifecycle.phase !== 'running')
         throw new ServiceUnavailableError('The service is not running', {
-          code: 'SERVICE_UNAVAILABLE',
+          code: CommonErrorCode.ServiceUnavailable,
           headers: { 'Retry-After': '1' },
         });
       checkHandshake(req);
       if (!this.deps.originAllowed(req.headers.origin))
-        throw new ForbiddenError('Origin not allowed', { code: 'FORBIDDEN' });
+        throw new ForbiddenError('Origin not allowed', { code: CommonErrorCode.Forbidden });
       const credential = credentialOf(req);
       if (credential.via === 'message') {
         if (this.#pending.size >= (this.deps.maxPendingAuth ?? MAX_PENDING_AUTH))
           throw new ServiceUnavailableError('Too many connections awaiting authentication; retry shortly', {
-            code: 'SERVICE_UNAVAILABLE',
+            code: CommonErrorCode.ServiceUnavailable,
             headers: { 'Retry-After': '1' },
           });
         socket.off('error', onError);
@@ -379,7 +387,7 @@ export class WebSocketEndpoint {
       ws.close(closeCodeFor(error.status), message.slice(0, 120));
     };
     const timer = setTimeout(
-      () => refuse(new UnauthorizedError('No auth message received in time', { code: 'AUTH_INVALID_TOKEN' })),
+      () => refuse(new UnauthorizedError('No auth message received in time', { code: CallerErrorCode.InvalidToken })),
       this.deps.authTimeoutMs ?? AUTH_TIMEOUT_MS,
     );
     timer.unref();
@@ -399,7 +407,7 @@ export class WebSocketEndpoint {
       if (token === undefined)
         return refuse(
           new UnauthorizedError('The first message must be {"type":"auth","token":"<access token>"}', {
-            code: 'AUTH_INVALID_TOKEN',
+            code: CallerErrorCode.InvalidToken,
           }),
         );
       void this.deps

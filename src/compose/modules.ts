@@ -1,10 +1,8 @@
 import type { Config } from '../config.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { Logger } from '../logger.js';
-import { McpCore } from '../mcp/core.js';
-import { createMcpMetrics } from '../mcp/metrics.js';
+import { createMcpModule } from '../mcp/mcp.module.js';
 import { McpPolicy } from '../mcp/policy.js';
-import { ToolExecutor } from '../mcp/tools.js';
 import { createAgentModule } from '../modules/agent/index.js';
 import { createApiKeysModule } from '../modules/api-keys/index.js';
 import { createAuditModule } from '../modules/audit/index.js';
@@ -18,6 +16,7 @@ import { createSystemModule } from '../modules/system/index.js';
 import { createUsersModule } from '../modules/users/index.js';
 import { createVersionModule } from '../modules/version/index.js';
 import type { Module } from '../ports/module.js';
+import { userObject } from '../ports/subjects.js';
 import type { Metrics } from '../http/metrics.js';
 import { TOOLS } from '../../tools/index.js';
 import { createAgent } from '../../workflows/agent.js';
@@ -108,52 +107,37 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
   const conversations = createConversationsModule({ db: db.kysely, authz, now });
   const search = infrastructure.search(conversations.service);
 
-  // The MCP core: its policy admits chat turns, its tools are what the agent may call.
-  const mcpMetrics = createMcpMetrics(base.metrics.registry);
+  // The MCP policy admits chat turns; the MCP tools are what the agent may call (bound once both exist).
   const policy = new McpPolicy({ authz, counters: stores.counters, limits: config.mcp, now });
   const agent = createAgentModule({
     admission: policy,
     build: async () => {
       const checkpointer = await createCheckpointer(db);
-      const graph = createAgent({ llm, conversations: conversations.service, tools: executor, checkpointer, logger });
+      const tools = mcp.service.tools;
+      const graph = createAgent({ llm, conversations: conversations.service, tools, checkpointer, logger });
       return { agent: graph, deleteThread: (threadId) => checkpointer.deleteThread(threadId) };
     },
+    threadsOf: (userId) => conversations.service.idsOwnedBy(userObject(userId)),
   });
-  const executor = new ToolExecutor(
-    {
-      services: { logger, authz, conversations: conversations.service, search, chat: agent.service.chat },
-      policy,
-      metrics: mcpMetrics,
-    },
-    TOOLS,
-  );
-  const mcp = new McpCore({
-    server: {
-      executor,
-      policy,
-      conversations: conversations.service,
-      describe: () => ({ llm_provider: llm.provider, model: llm.model, search_provider: search.provider }),
-    },
+  const mcp = createMcpModule({
     policy,
-    metrics: mcpMetrics,
+    tools: TOOLS,
+    services: { logger, authz, conversations: conversations.service, search, chat: agent.service.chat },
+    describe: () => ({ llm_provider: llm.provider, model: llm.model, search_provider: search.provider }),
+    registry: base.metrics.registry,
     logger,
   });
 
+  const contributors: Module<unknown>[] = [users, audit, auth, apiKeys, principals, scim, conversations, agent, mcp];
   const dataSubject = createDataSubjectModule({
     db: db.kysely,
     users: users.service,
-    auth: auth.service.auth,
-    conversations: conversations.service,
     audit: audit.service,
     logger,
     now,
-    erasure: {
-      apiKeys: apiKeys.service,
-      principals: principals.service,
-      authz,
-      policy,
-      // Start-up builds the agent and its checkpointer; erasure is served only after start-up.
-      deleteThread: (threadId) => agent.service.deleteThread(threadId),
+    parts: {
+      erasure: contributors.flatMap((module) => module.erasure ?? []),
+      exports: contributors.flatMap((module) => module.exports ?? []),
     },
     ...(options.erasureSteps && { adjustErasureSteps: options.erasureSteps }),
   });
@@ -169,25 +153,14 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     scim: scim.service,
     conversations: conversations.service,
     agent: agent.service,
-    mcp,
+    mcp: mcp.service,
     dataSubject: dataSubject.service,
   };
   /**
    * The modules in the order they start. System and health are not listed: health answers from the first moment,
    * and the installation is recorded as soon as the schema is migrated.
    */
-  const started: Module<unknown>[] = [
-    users,
-    audit,
-    auth,
-    apiKeys,
-    principals,
-    scim,
-    conversations,
-    agent,
-    dataSubject,
-    createVersionModule(),
-  ];
+  const started: Module<unknown>[] = [...contributors, dataSubject, createVersionModule()];
   return { system, health, started, services };
 }
 

@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { BadRequestError } from '../errors.js';
+import { BadRequestError, CommonErrorCode } from '../errors.js';
 import { API_VERSION, SUPPORTED_API_VERSIONS } from '../version.js';
 
 /** Accepts `v1`, `1` and `1.0` as the same version. */
@@ -24,7 +24,7 @@ export function apiVersion(): RequestHandler {
     next(
       new BadRequestError(
         `Unsupported API version "${shown}" in X-API-Version; supported versions: ${SUPPORTED_API_VERSIONS.join(', ')}`,
-        { code: 'UNSUPPORTED_API_VERSION' },
+        { code: CommonErrorCode.UnsupportedApiVersion },
       ),
     );
   };

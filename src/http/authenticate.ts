@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { parse as parseCookies } from 'cookie';
 import type { Request, RequestHandler } from 'express';
 import { UnauthorizedError } from '../errors.js';
-import type { Caller } from '../ports/caller.js';
+import { type Caller, CallerErrorCode } from '../ports/caller.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -35,17 +35,20 @@ export function createCallerResolver(verifiers: CredentialVerifiers): CallerReso
     if (authorization !== undefined) {
       const match = /^Bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(authorization);
       if (!match)
-        throw new UnauthorizedError('Authorization header must be "Bearer <token>"', { code: 'AUTH_INVALID_TOKEN' });
+        throw new UnauthorizedError('Authorization header must be "Bearer <token>"', {
+          code: CallerErrorCode.InvalidToken,
+        });
       return verifiers.bearer(match[1]!);
     }
     const apiKey = headers['x-api-key'];
     if (apiKey !== undefined) {
-      if (!verifiers.apiKey) throw new UnauthorizedError('API keys are not accepted', { code: 'AUTH_INVALID_TOKEN' });
+      if (!verifiers.apiKey)
+        throw new UnauthorizedError('API keys are not accepted', { code: CallerErrorCode.InvalidToken });
       return verifiers.apiKey(Array.isArray(apiKey) ? (apiKey[0] ?? '') : apiKey);
     }
     const cookie = headers.cookie ? parseCookies(headers.cookie)[SESSION_COOKIE] : undefined;
     if (cookie) return verifiers.sessionCookie(cookie);
-    throw new UnauthorizedError('Authentication required', { code: 'AUTH_INVALID_TOKEN' });
+    throw new UnauthorizedError('Authentication required', { code: CallerErrorCode.InvalidToken });
   };
 }
 
@@ -65,6 +68,6 @@ export function sessionCookieOf(req: Request): string | undefined {
 
 /** The authenticated caller of a protected route. */
 export function callerOf(req: Request): Caller {
-  if (!req.caller) throw new UnauthorizedError('Authentication required', { code: 'AUTH_INVALID_TOKEN' });
+  if (!req.caller) throw new UnauthorizedError('Authentication required', { code: CallerErrorCode.InvalidToken });
   return req.caller;
 }

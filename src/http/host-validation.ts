@@ -1,5 +1,5 @@
 import type { RequestHandler } from 'express';
-import { ForbiddenError } from '../errors.js';
+import { CommonErrorCode, ForbiddenError } from '../errors.js';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
 
@@ -40,11 +40,11 @@ export function hostPolicy(listenHost: string, publicUrl: string): HostPolicy | 
 export function hostValidation(policy: HostPolicy): RequestHandler {
   return (req, _res, next) => {
     if (!policy.hostAllowed(req.headers.host)) {
-      next(new ForbiddenError('Host not allowed', { code: 'FORBIDDEN' }));
+      next(new ForbiddenError('Host not allowed', { code: CommonErrorCode.Forbidden }));
       return;
     }
     if (!policy.originAllowed(req.headers.origin)) {
-      next(new ForbiddenError('Origin not allowed', { code: 'FORBIDDEN' }));
+      next(new ForbiddenError('Origin not allowed', { code: CommonErrorCode.Forbidden }));
       return;
     }
     next();

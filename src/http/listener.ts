@@ -1,7 +1,7 @@
 import { type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler, type Router } from 'express';
-import { ServiceUnavailableError } from '../errors.js';
+import { CommonErrorCode, ServiceUnavailableError } from '../errors.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { Logger } from '../logger.js';
 import { apiVersion } from './api-version.js';
@@ -43,7 +43,9 @@ function startupGate(lifecycle: Lifecycle): RequestHandler {
       return;
     }
     res.setHeader('Retry-After', '1');
-    next(new ServiceUnavailableError('The service is starting; retry shortly', { code: 'SERVICE_STARTING' }));
+    next(
+      new ServiceUnavailableError('The service is starting; retry shortly', { code: CommonErrorCode.ServiceStarting }),
+    );
   };
 }
 

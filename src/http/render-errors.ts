@@ -1,6 +1,13 @@
 import { STATUS_CODES } from 'node:http';
 import type { ErrorRequestHandler, Request, RequestHandler } from 'express';
-import { type AppError, NotFoundError, UnauthorizedError, ValidationError, toAppError } from '../errors.js';
+import {
+  type AppError,
+  CommonErrorCode,
+  NotFoundError,
+  UnauthorizedError,
+  ValidationError,
+  toAppError,
+} from '../errors.js';
 
 /**
  * Each area of the interface has its own error body (spec "Errors"). A router declares its area when it is
@@ -34,13 +41,18 @@ export function mcpErrorCode(
 
 function scimType(err: AppError): string | undefined {
   if (err.scimType) return err.scimType;
-  if (err.code === 'MALFORMED_JSON') return 'invalidSyntax';
+  if (err.code === CommonErrorCode.MalformedJson) return 'invalidSyntax';
   if (err instanceof ValidationError || err.status === 400) return 'invalidValue';
   if (err.status === 404) return 'notFound';
   if (err.status === 409) return 'uniqueness';
   return undefined;
 }
 
+/**
+ * One renderer per area. Every error has a code, but only the envelope body has a field for it (spec "Errors",
+ * "Body shapes by area"), so only the envelope shows it: the MCP body's `code` is the MCP code (`mcpErrorCode`),
+ * and the data-subject, SCIM and verify (401) bodies have no code field.
+ */
 const renderers: Record<ErrorArea, (err: AppError, traceId: string) => RenderedError> = {
   envelope(err, traceId) {
     return {
@@ -49,7 +61,7 @@ const renderers: Record<ErrorArea, (err: AppError, traceId: string) => RenderedE
       body: {
         error: err.error,
         message: publicMessage(err),
-        ...(err.code && { code: err.code }),
+        code: err.code,
         ...(err.issues && { details: err.issues }),
         ...(err.status >= 500 && { trace_id: traceId }),
         ...(err.status === 429 && 'retryAfterSeconds' in err && { retry_after: err.retryAfterSeconds }),
@@ -180,7 +192,7 @@ export interface ChallengeOptions {
 
 export function notFoundHandler(areas: ErrorAreas, options: ChallengeOptions = {}): RequestHandler {
   return (req, res) => {
-    const err = new NotFoundError(`No route for ${req.method} ${req.path}`, { code: 'ROUTE_NOT_FOUND' });
+    const err = new NotFoundError(`No route for ${req.method} ${req.path}`, { code: CommonErrorCode.RouteNotFound });
     const rendered = renderError(areas.areaFor(req.path), err, traceIdOf(req), options.wwwAuthenticate);
     res.status(rendered.status).set(rendered.headers).json(rendered.body);
   };

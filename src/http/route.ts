@@ -1,6 +1,6 @@
 import type { Request, RequestHandler, Response, Router } from 'express';
 import type { z } from 'zod';
-import { type FieldIssue, UnsupportedMediaTypeError, ValidationError } from '../errors.js';
+import { CommonErrorCode, type FieldIssue, UnsupportedMediaTypeError, ValidationError } from '../errors.js';
 import type { ErrorArea } from './render-errors.js';
 
 /**
@@ -183,7 +183,7 @@ export function mountRoutes(
       const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
       if (route.request?.body && hasBody && req.is(bodyTypes) === false) {
         throw new UnsupportedMediaTypeError(`Request body must be ${bodyTypes.join(' or ')}`, {
-          code: 'UNSUPPORTED_MEDIA_TYPE',
+          code: CommonErrorCode.UnsupportedMediaType,
         });
       }
       const input = {

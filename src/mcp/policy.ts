@@ -1,7 +1,7 @@
 import type { AuthzService } from '../adapters/authz/port.js';
 import type { CounterStore } from '../adapters/counters/port.js';
-import { ForbiddenError, RateLimitError } from '../errors.js';
-import type { Caller } from '../ports/caller.js';
+import { CommonErrorCode, ForbiddenError, RateLimitError } from '../errors.js';
+import { type Caller, CallerErrorCode } from '../ports/caller.js';
 import { subjectOf } from '../ports/subjects.js';
 
 export interface McpLimits {
@@ -71,7 +71,9 @@ export class McpPolicy {
   /** Whether the caller may call the tool (403 `permission_denied` if not), then counts the call (429 beyond). */
   async admitToolCall(caller: Caller, tool: string): Promise<void> {
     if (!(await this.deps.authz.check(subjectOf(caller), 'executor', toolObject(tool)))) {
-      throw new ForbiddenError(`Permission denied: you may not call the tool ${tool}`, { code: 'AUTH_ACCESS_DENIED' });
+      throw new ForbiddenError(`Permission denied: you may not call the tool ${tool}`, {
+        code: CallerErrorCode.AccessDenied,
+      });
     }
     await this.#admit(toolCallKey(subjectOf(caller)), this.deps.limits.toolCallsPerMinute, 'Too many tool calls');
   }
@@ -100,7 +102,7 @@ export class McpPolicy {
     const open = this.#streams.get(key) ?? 0;
     if (open >= this.deps.limits.maxConcurrentStreams) {
       throw new RateLimitError(`At most ${this.deps.limits.maxConcurrentStreams} concurrent streams`, 1, {
-        code: 'RATE_LIMIT',
+        code: CommonErrorCode.RateLimit,
       });
     }
     this.#streams.set(key, open + 1);
@@ -125,7 +127,7 @@ export class McpPolicy {
       const now = (this.deps.now ?? (() => new Date()))().getTime();
       const retryAfter = Math.max(1, Math.ceil((window.resetAt - now) / 1000));
       throw new RateLimitError(`${message}: at most ${limit} per minute`, retryAfter, {
-        code: 'RATE_LIMIT',
+        code: CommonErrorCode.RateLimit,
         headers: rateHeaders(state),
       });
     }

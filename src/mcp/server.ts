@@ -3,8 +3,8 @@ import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { ErrorCode, ListToolsRequestSchema, McpError, type Tool } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { z } from 'zod';
-import { toAppError } from '../errors.js';
-import type { Caller } from '../ports/caller.js';
+import { CommonErrorCode, InternalError, UnauthorizedError, toAppError } from '../errors.js';
+import { type Caller, CallerErrorCode } from '../ports/caller.js';
 import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
@@ -184,7 +184,7 @@ function registerResources(server: McpServer, deps: McpServerDeps, fallbackCalle
     async (uri, variables, extra) => {
       const caller = callerFrom(extra, fallbackCaller);
       const id = String(variables.conversation_id);
-      if (!caller) throw new Error('Authentication required');
+      if (!caller) throw unauthenticated();
       try {
         const conversation = await deps.conversations.access(subjectOf(caller), id);
         const messages = await deps.conversations.messages(id);
@@ -201,10 +201,23 @@ function registerResources(server: McpServer, deps: McpServerDeps, fallbackCalle
         if (appError.status === 404 || appError.status === 403) {
           throw new McpError(RESOURCE_NOT_FOUND, appError.message, { uri: uri.href });
         }
-        throw new Error(appError.expose ? appError.message : 'Internal error', { cause: error });
+        throw appError.expose ? appError : internal(error);
       }
     },
   );
+}
+
+/**
+ * A request without a caller: every transport sets one, so only a wiring mistake gets here. The SDK answers this,
+ * like any error whose `code` is not a JSON-RPC number (an AppError's is a string), with -32603 and the message.
+ */
+function unauthenticated(): UnauthorizedError {
+  return new UnauthorizedError('Authentication required', { code: CallerErrorCode.InvalidToken });
+}
+
+/** A failure whose details stay here: the client reads "Internal error". */
+function internal(cause: unknown): InternalError {
+  return new InternalError('Internal error', { code: CommonErrorCode.Internal, cause });
 }
 
 /** The MCP specification's error code for a resource that does not exist. */
@@ -217,9 +230,9 @@ export const NOT_FOUND_DATA = { status: 404 } as const;
  * A prompt argument the caller got wrong (a conversation that does not exist or is not theirs) is invalid params,
  * -32602, not an internal error; anything else stays internal and keeps its details to itself.
  */
-function promptArgumentError(thrown: unknown): Error {
+function promptArgumentError(thrown: unknown): McpError | InternalError {
   const error = toAppError(thrown);
-  if (error.status >= 500 || !error.expose) return new Error('Internal error', { cause: thrown });
+  if (error.status >= 500 || !error.expose) return internal(thrown);
   return new McpError(ErrorCode.InvalidParams, error.message, error.status === 404 ? NOT_FOUND_DATA : undefined);
 }
 
@@ -233,7 +246,7 @@ function registerPrompts(server: McpServer, deps: McpServerDeps, fallbackCaller:
     },
     async ({ conversation_id }, extra) => {
       const caller = callerFrom(extra, fallbackCaller);
-      if (!caller) throw new Error('Authentication required');
+      if (!caller) throw unauthenticated();
       const conversation = await deps.conversations
         .access(subjectOf(caller), conversation_id)
         .catch((error: unknown) => {

@@ -1,6 +1,20 @@
 import { ForbiddenError } from '../errors.js';
 
 /**
+ * The codes of a refused caller, which every layer raises: the HTTP authentication middleware and the modules
+ * that check credentials (no valid credential, 401), and anything that checks what a caller may do (403). They
+ * belong to the auth area (spec "Errors"), but are declared with the caller so that the HTTP plumbing and the
+ * ports, which know no module, can raise them too. The auth module's other codes are its `AuthErrorCode`.
+ */
+export const CallerErrorCode = {
+  /** No credential, or one that does not establish a caller: malformed, unknown, expired or revoked. */
+  InvalidToken: 'AUTH_INVALID_TOKEN',
+  /** The caller may not do this. */
+  AccessDenied: 'AUTH_ACCESS_DENIED',
+} as const;
+export type CallerErrorCode = (typeof CallerErrorCode)[keyof typeof CallerErrorCode];
+
+/**
  * Who a caller is, typed: `user:<uuid>` for a person, `service_principal:<service_id>` for a non-human identity.
  * Users and principals live in different id spaces, so a bare id never identifies a caller on its own.
  */
@@ -60,6 +74,6 @@ export function principalIdOf(caller: Caller): string | undefined {
  */
 export function asUser(caller: Caller, message = 'Only users may do this'): UserCaller {
   const userId = userIdOf(caller);
-  if (userId === undefined) throw new ForbiddenError(message, { code: 'AUTH_ACCESS_DENIED' });
+  if (userId === undefined) throw new ForbiddenError(message, { code: CallerErrorCode.AccessDenied });
   return { ...caller, kind: 'user', userId };
 }

@@ -3,8 +3,8 @@ import type { Database } from '../db/database.js';
 import type { ClientInfo } from './caller.js';
 
 /*
- * The erasure port: every module that keeps personal data contributes the steps that remove it (right to erasure),
- * and the data-subject module runs them in order.
+ * The erasure port: every module that keeps personal data contributes its part of the named erasure steps (right
+ * to erasure); the data-subject module owns the steps' order and runs them.
  */
 
 /** Who is being erased, as they were when the erasure began. */
@@ -40,5 +40,16 @@ export interface ErasureStep {
   /** Where DeletionResult reports the step's count. */
   readonly reports: 'deleted' | 'anonymized' | 'none';
   /** Does the step's work and returns how many items it removed or anonymized. */
+  run(context: ErasureContext): Promise<number>;
+}
+
+/**
+ * A module's share of one named erasure step. Several modules may share a step (each removes the authorization
+ * tuples of what it owns): the step runs their parts in module order and reports the sum.
+ */
+export interface ErasurePart {
+  /** One of the data-subject module's step names (`api_keys`, `authorization_tuples`, …). */
+  readonly step: string;
+  /** Removes or anonymizes what the module keeps about the user; idempotent. Returns how many items. */
   run(context: ErasureContext): Promise<number>;
 }

@@ -1,5 +1,7 @@
 import type { ListenerName } from '../http/listener.js';
 import type { RouteGroup } from '../http/route.js';
+import type { ExportPart } from './data-export.js';
+import type { ErasurePart } from './erasure.js';
 import type { HealthCheck } from './health.js';
 
 /** Route groups for each listener a module serves on. */
@@ -20,6 +22,10 @@ export interface Module<Service> {
   readonly openRoutes?: ListenerRoutes;
   /** Checks of the dependencies the module brought (reported by the health probes). */
   readonly healthChecks?: HealthCheck[];
+  /** What erasing a user removes from what this module keeps (its parts of the named erasure steps). */
+  readonly erasure?: ErasurePart[];
+  /** What a user's data export shows of what this module keeps. */
+  readonly exports?: ExportPart[];
   /** Runs once at start-up, in the order the composition root lists the modules. */
   start?(): Promise<void>;
   /** Runs once at shutdown, in reverse order, after the listeners have drained. */

@@ -171,7 +171,7 @@ describe('the agent through POST /mcp/tools/call with an OpenAI-compatible model
     const agent = createAgent({
       llm: createOpenAiLlm({ baseUrl: fake.url, model: MODEL, timeoutMs: 200, maxRetries: 0 }),
       conversations: app.services.conversations,
-      tools: app.services.mcp.deps.server.executor,
+      tools: app.services.mcp.tools,
       checkpointer: await createCheckpointer(app.infrastructure.db),
       logger: app.logger,
     });

@@ -41,7 +41,7 @@ function group(prefix: string, area: RouteGroup['area']): RouteGroup {
         access: 'public',
         responses: { 200: { description: 'never' } },
         handler: () => {
-          throw new ForbiddenError('Not yours');
+          throw new ForbiddenError('Not yours', { code: 'FORBIDDEN' });
         },
       }),
       defineRoute({

@@ -14,7 +14,14 @@ function parse(raw: string) {
 
 describe('rawHttpResponse', () => {
   it('writes the status line from node’s table, the challenge, and a JSON body of the declared length', () => {
-    const raw = rawHttpResponse(renderError('mcp', new UnauthorizedError(), 'trace', CHALLENGE));
+    const raw = rawHttpResponse(
+      renderError(
+        'mcp',
+        new UnauthorizedError('Authentication required', { code: 'AUTH_INVALID_TOKEN' }),
+        'trace',
+        CHALLENGE,
+      ),
+    );
     const { statusLine, lines, body } = parse(raw);
     expect(statusLine).toBe('HTTP/1.1 401 Unauthorized');
     expect(lines).toContain(`WWW-Authenticate: ${CHALLENGE}`);
@@ -30,7 +37,11 @@ describe('rawHttpResponse', () => {
     expect(limited.lines).toContain('Retry-After: 7');
     const busy = parse(
       rawHttpResponse(
-        renderError('mcp', new ServiceUnavailableError('Busy', { headers: { 'Retry-After': '2' } }), 'trace'),
+        renderError(
+          'mcp',
+          new ServiceUnavailableError('Busy', { code: 'SERVICE_UNAVAILABLE', headers: { 'Retry-After': '2' } }),
+          'trace',
+        ),
       ),
     );
     expect(busy.statusLine).toBe('HTTP/1.1 503 Service Unavailable');

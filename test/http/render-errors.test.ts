@@ -56,8 +56,19 @@ describe('error bodies by area (spec "Errors")', () => {
     expect(rendered.body).toMatchObject({ error: 'unauthorized', code: 'AUTH_INVALID_CREDENTIALS' });
   });
 
+  it('shows the code in the envelope body only: the other areas have no field for it', () => {
+    const denied = new ForbiddenError('Not yours', { code: 'AUTH_ACCESS_DENIED' });
+    expect(renderError('envelope', denied, TRACE).body).toMatchObject({ code: 'AUTH_ACCESS_DENIED' });
+    for (const area of ['mcp', 'data-subject', 'scim'] as const)
+      expect(JSON.stringify(renderError(area, denied, TRACE).body)).not.toContain('AUTH_ACCESS_DENIED');
+    const expired = new UnauthorizedError('Token has expired', { code: 'AUTH_INVALID_TOKEN' });
+    expect(JSON.stringify(renderError('verify', expired, TRACE).body)).not.toContain('AUTH_INVALID_TOKEN');
+  });
+
   it('renders MCP errors as {error:{code,message}} and MCP 401 as {detail}', () => {
-    expect(renderError('mcp', new ForbiddenError('Tool chat denied'), TRACE).body).toEqual({
+    expect(
+      renderError('mcp', new ForbiddenError('Tool chat denied', { code: 'AUTH_ACCESS_DENIED' }), TRACE).body,
+    ).toEqual({
       error: { code: 'permission_denied', message: 'Tool chat denied' },
     });
     expect(renderError('mcp', new ValidationError('Invalid request body', issues), TRACE).body).toEqual({
@@ -69,12 +80,18 @@ describe('error bodies by area (spec "Errors")', () => {
     expect(renderError('mcp', new Error('boom'), TRACE).body).toEqual({
       error: { code: 'internal_error', message: 'Internal server error', trace_id: TRACE },
     });
-    expect(renderError('mcp', new UnauthorizedError('Token expired'), TRACE).body).toEqual({ detail: 'Token expired' });
+    expect(
+      renderError('mcp', new UnauthorizedError('Token expired', { code: 'AUTH_INVALID_TOKEN' }), TRACE).body,
+    ).toEqual({ detail: 'Token expired' });
   });
 
   it('renders data-subject errors as {detail}, with field issues as 422', () => {
     expect(
-      renderError('data-subject', new BadRequestError('Confirmation required: pass confirm=true'), TRACE),
+      renderError(
+        'data-subject',
+        new BadRequestError('Confirmation required: pass confirm=true', { code: 'VALIDATION_ERROR' }),
+        TRACE,
+      ),
     ).toMatchObject({
       status: 400,
       body: { detail: 'Confirmation required: pass confirm=true' },
@@ -86,7 +103,7 @@ describe('error bodies by area (spec "Errors")', () => {
   });
 
   it('renders SCIM errors with the error schema, integer status and scimType', () => {
-    const conflict = renderError('scim', new ConflictError('userName bjensen is taken'), TRACE);
+    const conflict = renderError('scim', new ConflictError('userName bjensen is taken', { code: 'CONFLICT' }), TRACE);
     expect(conflict.headers['Content-Type']).toMatch(/^application\/scim\+json/);
     expect(conflict.body).toEqual({
       schemas: ['urn:ietf:params:scim:api:messages:2.0:Error'],
@@ -94,12 +111,15 @@ describe('error bodies by area (spec "Errors")', () => {
       detail: 'userName bjensen is taken',
       scimType: 'uniqueness',
     });
-    expect(renderError('scim', new NotFoundError('User 42 not found'), TRACE).body).toMatchObject({
+    expect(
+      renderError('scim', new NotFoundError('User 42 not found', { code: 'NOT_FOUND' }), TRACE).body,
+    ).toMatchObject({
       status: 404,
       scimType: 'notFound',
     });
     expect(
-      renderError('scim', new BadRequestError('Bad filter', { scimType: 'invalidFilter' }), TRACE).body,
+      renderError('scim', new BadRequestError('Bad filter', { code: 'BAD_REQUEST', scimType: 'invalidFilter' }), TRACE)
+        .body,
     ).toMatchObject({
       scimType: 'invalidFilter',
     });
@@ -109,7 +129,10 @@ describe('error bodies by area (spec "Errors")', () => {
   });
 
   it('renders a failed token verification in the verify form', () => {
-    const expired = new UnauthorizedError('Token has expired', { expiredAt: '2026-01-01T00:00:00.000Z' });
+    const expired = new UnauthorizedError('Token has expired', {
+      code: 'AUTH_INVALID_TOKEN',
+      expiredAt: '2026-01-01T00:00:00.000Z',
+    });
     expect(renderError('verify', expired, TRACE).body).toEqual({
       valid: false,
       error: 'Token has expired',

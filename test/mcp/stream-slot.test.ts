@@ -31,8 +31,12 @@ async function setUp(): Promise<{ deps: StreamSlotDeps; lifecycle: Lifecycle; op
   const lifecycle = new Lifecycle();
   lifecycle.markRunning();
   const open = async () =>
-    (await app.services.mcp.metrics.connections.get()).values.find((v) => v.labels.server === 'rest')?.value ?? 0;
-  return { deps: { policy: app.services.mcp.policy, metrics: app.services.mcp.metrics, lifecycle }, lifecycle, open };
+    (await app.services.mcp.core.metrics.connections.get()).values.find((v) => v.labels.server === 'rest')?.value ?? 0;
+  return {
+    deps: { policy: app.services.mcp.core.policy, metrics: app.services.mcp.core.metrics, lifecycle },
+    lifecycle,
+    open,
+  };
 }
 
 describe('a stream slot', () => {

@@ -12,7 +12,7 @@ export async function standaloneEndpoint(
   deps: Partial<WebSocketDeps>,
 ): Promise<{ url: string; server: Server }> {
   const endpoint = new WebSocketEndpoint({
-    core: app.services.mcp,
+    core: app.services.mcp.core,
     lifecycle: app.lifecycle,
     logger: app.logger,
     resolveCaller: createCallerResolver({

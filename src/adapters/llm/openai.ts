@@ -5,7 +5,7 @@ import type {
   ChatCompletionMessageParam,
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
-import { InternalError, RateLimitError, ServiceUnavailableError } from '../../errors.js';
+import { CommonErrorCode, InternalError, RateLimitError, ServiceUnavailableError } from '../../errors.js';
 import { openAiLlmHealthCheck } from './health.js';
 import { abortError, collectCompletion, throwIfAborted } from './stream.js';
 import type {
@@ -128,7 +128,7 @@ async function* streamOpenAi(
       throwIfAborted(signal);
       if (stalled) {
         throw new ServiceUnavailableError(`LLM provider stopped streaming for ${timeoutMs} ms`, {
-          code: 'SERVICE_UNAVAILABLE',
+          code: CommonErrorCode.ServiceUnavailable,
         });
       }
       if (next.done) break;
@@ -243,7 +243,7 @@ function toServiceError(error: unknown, signal: AbortSignal | undefined, timeout
   if (signal?.aborted) return abortError(signal);
   if (error instanceof OpenAI.AuthenticationError || error instanceof OpenAI.PermissionDeniedError) {
     return new ServiceUnavailableError('LLM provider rejected the API key', {
-      code: 'SERVICE_UNAVAILABLE',
+      code: CommonErrorCode.ServiceUnavailable,
       cause: safeCause(error),
     });
   }
@@ -254,27 +254,30 @@ function toServiceError(error: unknown, signal: AbortSignal | undefined, timeout
   }
   if (error instanceof OpenAI.APIConnectionTimeoutError) {
     return new ServiceUnavailableError(`LLM provider did not answer within ${timeoutMs} ms`, {
-      code: 'SERVICE_UNAVAILABLE',
+      code: CommonErrorCode.ServiceUnavailable,
     });
   }
   if (error instanceof OpenAI.APIConnectionError) {
-    return new ServiceUnavailableError('LLM provider is unreachable', { code: 'SERVICE_UNAVAILABLE', cause: error });
+    return new ServiceUnavailableError('LLM provider is unreachable', {
+      code: CommonErrorCode.ServiceUnavailable,
+      cause: error,
+    });
   }
   if (error instanceof OpenAI.APIError) {
     // No status: an error event inside the stream. 5xx: the retries did not help.
     if (error.status === undefined || error.status >= 500) {
       return new ServiceUnavailableError('LLM provider failed to answer', {
-        code: 'SERVICE_UNAVAILABLE',
+        code: CommonErrorCode.ServiceUnavailable,
         cause: safeCause(error),
       });
     }
     return new InternalError(`LLM provider refused the request (status ${error.status})`, {
-      code: 'INTERNAL_ERROR',
+      code: CommonErrorCode.Internal,
       cause: safeCause(error),
     });
   }
   return new InternalError('LLM provider sent a response that could not be read', {
-    code: 'INTERNAL_ERROR',
+    code: CommonErrorCode.Internal,
     cause: error,
   });
 }

@@ -1,4 +1,4 @@
-import { InternalError } from '../../errors.js';
+import { CommonErrorCode, InternalError } from '../../errors.js';
 import type { Completion, LlmEvent, ToolCall } from './port.js';
 
 /** The AbortError the port promises, whatever reason the caller aborted with. */
@@ -22,5 +22,5 @@ export async function collectCompletion(events: AsyncIterable<LlmEvent>): Promis
     else if (event.type === 'tool_calls') toolCalls.push(...event.calls);
     else return { text, toolCalls, usage: event.usage, finishReason: event.finishReason };
   }
-  throw new InternalError('LLM stream ended without a done event', { code: 'INTERNAL_ERROR' });
+  throw new InternalError('LLM stream ended without a done event', { code: CommonErrorCode.Internal });
 }

@@ -1,4 +1,4 @@
-import { ServiceUnavailableError } from '../../errors.js';
+import { CommonErrorCode, ServiceUnavailableError } from '../../errors.js';
 import type { SearchResult, WebSearch } from './port.js';
 
 interface SearxngResponse {
@@ -26,13 +26,13 @@ export function createSearxngSearch(baseUrl: string): WebSearch {
       } catch (error) {
         if (signal?.aborted) throw error;
         throw new ServiceUnavailableError('The search service did not answer', {
-          code: 'SERVICE_UNAVAILABLE',
+          code: CommonErrorCode.ServiceUnavailable,
           cause: error,
         });
       }
       if (!response.ok) {
         throw new ServiceUnavailableError(`The search service answered ${response.status}`, {
-          code: 'SERVICE_UNAVAILABLE',
+          code: CommonErrorCode.ServiceUnavailable,
         });
       }
       // A proxy's sign-in page or a half-configured instance answers 200 with something else: that is the search
@@ -45,7 +45,7 @@ export function createSearxngSearch(baseUrl: string): WebSearch {
       }
       if (!Array.isArray(body?.results)) {
         throw new ServiceUnavailableError('The search service answered something other than SearXNG JSON', {
-          code: 'SERVICE_UNAVAILABLE',
+          code: CommonErrorCode.ServiceUnavailable,
         });
       }
       const results: SearchResult[] = [];

@@ -17,6 +17,8 @@ export interface AgentModuleDeps {
    * there) and every tool the agent may call is wired.
    */
   build: () => Promise<BuiltAgent>;
+  /** The threads (conversation ids) a user's checkpoints are kept under, for erasure. */
+  threadsOf: (userId: string) => Promise<string[]>;
 }
 
 export interface AgentParts {
@@ -43,6 +45,16 @@ export function createAgentModule(deps: AgentModuleDeps): Module<AgentParts> {
       agent,
       deleteThread: (threadId) => started().deleteThread(threadId),
     },
+    erasure: [
+      {
+        step: 'checkpoints',
+        async run({ user }) {
+          const threads = await deps.threadsOf(user.id);
+          for (const threadId of threads) await started().deleteThread(threadId);
+          return threads.length;
+        },
+      },
+    ],
     async start() {
       built = await deps.build();
     },

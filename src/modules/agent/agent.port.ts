@@ -1,4 +1,5 @@
 import type { Usage } from '../../adapters/llm/port.js';
+import { CommonErrorCode, InternalError } from '../../errors.js';
 import type { Caller } from '../../ports/caller.js';
 
 /** One turn of a conversation with the agent. */
@@ -39,7 +40,7 @@ export async function runToCompletion(agent: Agent, turn: AgentTurn): Promise<Me
   for await (const event of agent.run(turn)) {
     if (event.type === 'done') return event.response;
   }
-  throw new Error('the agent ended without an answer');
+  throw new InternalError('the agent ended without an answer', { code: CommonErrorCode.Internal });
 }
 
 export function toUsage(usage: Usage): MessageResponse['usage'] {

@@ -11,5 +11,10 @@ export type ApiKeysModuleDeps = ConstructorParameters<typeof ApiKeysService>[0] 
 export function createApiKeysModule(deps: ApiKeysModuleDeps): Module<ApiKeysService> {
   const service = new ApiKeysService(deps);
   deps.registerTokenFamily(API_KEY_TOKEN_FAMILY, (sid, subject) => service.isLive(sid, subject));
-  return { name: 'api-keys', service, routes: { main: [apiKeyRoutes(service)] } };
+  return {
+    name: 'api-keys',
+    service,
+    routes: { main: [apiKeyRoutes(service)] },
+    erasure: [{ step: 'api_keys', run: ({ user, db }) => service.deleteAllOf(user.id, db) }],
+  };
 }

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { BadRequestError } from '../../errors.js';
+import { BadRequestError, CommonErrorCode } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
 import { clientInfo } from '../../http/request-context.js';
@@ -69,7 +69,7 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
         },
         handler: async ({ req }) => {
           const key = req.get('X-API-Key');
-          if (!key) throw new BadRequestError('The X-API-Key header is required', { code: 'VALIDATION_ERROR' });
+          if (!key) throw new BadRequestError('The X-API-Key header is required', { code: CommonErrorCode.Validation });
           return keys.exchange(key);
         },
       }),

@@ -2,10 +2,10 @@ import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { Db } from '../../db/create-db.js';
 import type { Database } from '../../db/database.js';
-import { BadRequestError, NotFoundError, UnauthorizedError } from '../../errors.js';
+import { BadRequestError, CommonErrorCode, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { AuditRecorder } from '../../ports/audit.js';
 import type { ClientInfo } from '../../ports/caller.js';
-import { type Caller, userSubject } from '../../ports/caller.js';
+import { type Caller, CallerErrorCode, userSubject } from '../../ports/caller.js';
 import { base62 } from '../auth/index.js';
 import { type TokenService, hashSecret } from '../auth/index.js';
 import type { UsersService } from '../users/index.js';
@@ -79,7 +79,7 @@ export class ApiKeysService {
         await trx.selectFrom('users').select('id').where('id', '=', userId).forUpdate().execute();
       if ((await store.countLiveKeys(trx, userId, now.toISOString())) >= MAX_KEYS_PER_USER) {
         throw new BadRequestError(`API key limit reached: at most ${MAX_KEYS_PER_USER} per user`, {
-          code: 'VALIDATION_ERROR',
+          code: CommonErrorCode.Validation,
         });
       }
       await store.insertKey(trx, row);
@@ -160,15 +160,18 @@ export class ApiKeysService {
 
   async #resolve(key: string) {
     if (!key.startsWith(KEY_PREFIX) || key.length > 200)
-      throw new UnauthorizedError('Invalid API key', { code: 'AUTH_INVALID_TOKEN' });
+      throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
     const row = await store.findKeyByHash(this.deps.db.kysely, hashSecret(key));
-    if (!row) throw new UnauthorizedError('Invalid API key', { code: 'AUTH_INVALID_TOKEN' });
+    if (!row) throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
     const now = this.now();
     if (Date.parse(row.expires_at) <= now.getTime()) {
-      throw new UnauthorizedError('API key has expired', { code: 'AUTH_INVALID_TOKEN', expiredAt: row.expires_at });
+      throw new UnauthorizedError('API key has expired', {
+        code: CallerErrorCode.InvalidToken,
+        expiredAt: row.expires_at,
+      });
     }
     const user = await this.deps.users.get(row.user_id);
-    if (!user?.active) throw new UnauthorizedError('Invalid API key', { code: 'AUTH_INVALID_TOKEN' });
+    if (!user?.active) throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
     if (row.last_used === null || now.getTime() - Date.parse(row.last_used) >= LAST_USED_EVERY_MS) {
       await store.updateKey(this.deps.db.kysely, row.id, { last_used: now.toISOString() });
     }
@@ -193,7 +196,8 @@ export class ApiKeysService {
   /** Another user's key is reported as missing: its existence is not theirs to learn. */
   async #owned(userId: string, keyId: string): Promise<KeyRow> {
     const row = await store.findKey(this.deps.db.kysely, keyId);
-    if (!row || row.user_id !== userId) throw new NotFoundError('API key not found', { code: 'NOT_FOUND' });
+    if (!row || row.user_id !== userId)
+      throw new NotFoundError('API key not found', { code: CommonErrorCode.NotFound });
     return row;
   }
 }

@@ -17,5 +17,28 @@ export interface AuditModuleDeps {
 /** The append-only audit log every module records security events in, and its administrators' route. */
 export function createAuditModule(deps: AuditModuleDeps): Module<AuditService> {
   const service = new AuditService(deps.db, deps.logger, deps.now);
-  return { name: 'audit', service, routes: { main: [auditRoutes({ audit: service, authz: deps.authz })] } };
+  return {
+    name: 'audit',
+    service,
+    routes: { main: [auditRoutes({ audit: service, authz: deps.authz })] },
+    // The log is kept; the person in it is replaced by a pseudonym, and their login names by nothing.
+    erasure: [
+      {
+        step: 'audit_logs',
+        run: ({ user, db }) => service.anonymize(user.id, db, [user.username, ...(user.email ? [user.email] : [])]),
+      },
+    ],
+    exports: [
+      {
+        section: 'audit_log',
+        collect: async (userId) =>
+          (await service.eventsOf(userId)).map((e) => ({
+            event_id: e.event_id,
+            event_type: e.event_type,
+            timestamp: e.timestamp,
+            ip_address: e.ip_address,
+          })),
+      },
+    ],
+  };
 }

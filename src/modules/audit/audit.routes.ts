@@ -6,6 +6,7 @@ import { PageMetaSchema, pageMeta, paginationQuery } from '../../http/pagination
 import { type RouteGroup, defineRoute } from '../../http/route.js';
 import { SYSTEM, subjectOf } from '../../ports/subjects.js';
 import { AUDIT_EVENT_TYPES } from '../../ports/audit.js';
+import { CallerErrorCode } from '../../ports/caller.js';
 import type { AuditService } from './audit.service.js';
 
 const TAGS = ['Audit log'];
@@ -65,7 +66,7 @@ export function auditRoutes(deps: { audit: AuditService; authz: AuthzService }):
         },
         handler: async ({ query, req }) => {
           if (!(await authz.check(subjectOf(callerOf(req)), 'admin', SYSTEM))) {
-            throw new ForbiddenError('The audit log is for administrators', { code: 'AUTH_ACCESS_DENIED' });
+            throw new ForbiddenError('The audit log is for administrators', { code: CallerErrorCode.AccessDenied });
           }
           const { page, page_size, offset, limit, user_id, type, from, to } = query;
           const window = pagination.parse({ page, page_size, offset, limit });

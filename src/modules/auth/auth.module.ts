@@ -74,6 +74,27 @@ export function createAuthModule(deps: AuthModuleDeps): Module<Auth> {
         ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
       ],
     },
+    erasure: [
+      { step: 'refresh_tokens', run: ({ user, db }) => auth.deleteRefreshTokensOf(user.id, db) },
+      {
+        step: 'rate_limit_counters',
+        run: ({ user }) => auth.forgetLoginFailures([user.username, ...(user.email ? [user.email] : [])]),
+      },
+      // The erasure's last step: it ends every token and cookie (see the data-subject module's plan).
+      { step: 'sessions', run: ({ user }) => auth.deleteSessionsOf(user.id) },
+    ],
+    exports: [
+      {
+        section: 'sessions',
+        collect: async (userId) =>
+          (await auth.listSessions(userId)).map((s) => ({
+            session_id: s.id,
+            created_at: new Date(s.createdAt).toISOString(),
+            last_accessed: new Date(s.lastAccessedAt).toISOString(),
+            ip_address: s.ipAddress,
+          })),
+      },
+    ],
     async start() {
       await keys.start();
       const { adminUsername, adminPassword } = config.auth;

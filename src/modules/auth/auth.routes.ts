@@ -1,12 +1,12 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { BadRequestError, UnauthorizedError } from '../../errors.js';
+import { BadRequestError, CommonErrorCode, UnauthorizedError } from '../../errors.js';
 import { SESSION_COOKIE, callerOf } from '../../http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../../http/route.js';
 import type { UsersService } from '../users/index.js';
 import { clientInfo } from '../../http/request-context.js';
 import type { AuthService, LoginResult, StartedSession } from './auth.service.js';
-import { principalIdOf, userIdOf } from '../../ports/caller.js';
+import { CallerErrorCode, principalIdOf, userIdOf } from '../../ports/caller.js';
 import type { KeyRing } from './keys.js';
 
 export interface AuthRouteDeps {
@@ -192,11 +192,16 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         handler: async ({ body, req, res }) => {
           if (body.grant_type === 'refresh_token') {
             if (!body.refresh_token)
-              throw new BadRequestError('refresh_token is required with grant_type refresh_token');
-            if (auth.mode !== 'token') throw new BadRequestError('Refresh tokens are issued only in token mode');
+              throw new BadRequestError('refresh_token is required with grant_type refresh_token', {
+                code: CommonErrorCode.Validation,
+              });
+            if (auth.mode !== 'token')
+              throw new BadRequestError('Refresh tokens are issued only in token mode', {
+                code: CommonErrorCode.BadRequest,
+              });
             return tokenPair(await auth.refresh(body.refresh_token, clientInfo(req)));
           }
-          if (!body.password) throw new BadRequestError('password is required', { code: 'VALIDATION_ERROR' });
+          if (!body.password) throw new BadRequestError('password is required', { code: CommonErrorCode.Validation });
           const result = await auth.login(body.username, body.password, clientInfo(req));
           return loginResponse(req, res, result, publicUrl);
         },
@@ -249,7 +254,8 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
           if (userId === undefined) {
             const serviceId = principalIdOf(caller) ?? '';
             const principal = await deps.describePrincipal?.(serviceId);
-            if (!principal) throw new UnauthorizedError('No such service principal', { code: 'AUTH_INVALID_TOKEN' });
+            if (!principal)
+              throw new UnauthorizedError('No such service principal', { code: CallerErrorCode.InvalidToken });
             return {
               id: serviceId,
               username: caller.username,
@@ -263,7 +269,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
             };
           }
           const user = await users.get(userId);
-          if (!user) throw new UnauthorizedError('No such user', { code: 'AUTH_INVALID_TOKEN' });
+          if (!user) throw new UnauthorizedError('No such user', { code: CallerErrorCode.InvalidToken });
           return {
             id: user.id,
             username: user.username,
@@ -346,7 +352,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         },
         handler: async ({ req }) => {
           const match = /^Bearer\s+(\S+)\s*$/i.exec(req.get('Authorization') ?? '');
-          if (!match) throw new UnauthorizedError('Missing Bearer token', { code: 'AUTH_INVALID_TOKEN' });
+          if (!match) throw new UnauthorizedError('Missing Bearer token', { code: CallerErrorCode.InvalidToken });
           const claims = await auth.verifyAccessToken(match[1]!);
           return {
             valid: true as const,

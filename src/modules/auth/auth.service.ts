@@ -9,10 +9,12 @@ import type { Logger } from '../../logger.js';
 import { type AuditRecorder, actorOf } from '../../ports/audit.js';
 import type { User, UsersService } from '../users/index.js';
 import { userKey } from '../users/index.js';
+import { AuthErrorCode } from './auth.errors.js';
 import * as store from './auth.store.js';
 import { FailureThrottle } from './throttle.js';
 import {
   type Caller,
+  CallerErrorCode,
   type ClientInfo,
   NO_CLIENT,
   principalSubject,
@@ -131,7 +133,7 @@ export class AuthService {
         userAgent: client.userAgent,
         details: { method: 'password', reason: 'invalid_credentials' },
       });
-      throw new UnauthorizedError(INVALID_CREDENTIALS, { code: 'AUTH_INVALID_CREDENTIALS' });
+      throw new UnauthorizedError(INVALID_CREDENTIALS, { code: AuthErrorCode.InvalidCredentials });
     }
     await this.throttle.succeed(keys[0]!);
     const result = await this.startSession(user, client);
@@ -189,17 +191,17 @@ export class AuthService {
   /** Exchanges a refresh token for a new pair. A token presented twice revokes its whole session. */
   async refresh(refreshToken: string, client: ClientInfo = NO_CLIENT): Promise<TokenPair> {
     const row = await store.findRefreshToken(this.deps.db, hashSecret(refreshToken));
-    if (!row) throw new UnauthorizedError('Invalid refresh token', { code: 'AUTH_INVALID_TOKEN' });
+    if (!row) throw new UnauthorizedError('Invalid refresh token', { code: CallerErrorCode.InvalidToken });
     if (row.used_at !== null) return this.#reuseDetected(row.session_id, row.user_id, client);
     const now = this.now();
     if (Date.parse(row.expires_at) <= now.getTime()) {
-      throw new UnauthorizedError('Refresh token has expired', { code: 'AUTH_INVALID_TOKEN' });
+      throw new UnauthorizedError('Refresh token has expired', { code: CallerErrorCode.InvalidToken });
     }
     const session = await this.deps.sessions.get(row.session_id);
     const user = session && (await this.deps.users.get(row.user_id));
     if (!session || !user?.active) {
       await this.revokeSession(row.session_id);
-      throw new UnauthorizedError('The session has ended; log in again', { code: 'AUTH_INVALID_TOKEN' });
+      throw new UnauthorizedError('The session has ended; log in again', { code: CallerErrorCode.InvalidToken });
     }
     // Only one of two concurrent exchanges of the same token may win; the loser is treated as reuse.
     if (!(await store.markRefreshTokenUsed(this.deps.db, row.id, now.toISOString()))) {
@@ -276,9 +278,9 @@ export class AuthService {
   async revokeOwnSession(caller: Caller, sessionId: string, client: ClientInfo = NO_CLIENT): Promise<void> {
     const id = parseCredential(sessionId)?.id ?? sessionId;
     const session = await this.deps.sessions.get(id);
-    if (!session) throw new NotFoundError('Session not found', { code: 'SESSION_NOT_FOUND' });
+    if (!session) throw new NotFoundError('Session not found', { code: AuthErrorCode.SessionNotFound });
     if (session.userId !== userIdOf(caller)) {
-      throw new ForbiddenError('You can revoke only your own sessions', { code: 'AUTH_ACCESS_DENIED' });
+      throw new ForbiddenError('You can revoke only your own sessions', { code: CallerErrorCode.AccessDenied });
     }
     await this.revokeSession(id);
     await this.deps.audit.record({
@@ -296,13 +298,13 @@ export class AuthService {
     const family = this.#families.get(claims.sid.slice(0, claims.sid.indexOf(':')));
     if (family) {
       if (!(await family(claims.sid, claims.sub))) {
-        throw new UnauthorizedError('Token has been revoked', { code: 'AUTH_INVALID_TOKEN' });
+        throw new UnauthorizedError('Token has been revoked', { code: CallerErrorCode.InvalidToken });
       }
       return claims;
     }
     const session = await this.deps.sessions.get(claims.sid);
     if (!session || session.userId !== claims.sub) {
-      throw new UnauthorizedError('Token has been revoked', { code: 'AUTH_INVALID_TOKEN' });
+      throw new UnauthorizedError('Token has been revoked', { code: CallerErrorCode.InvalidToken });
     }
     await this.#touch(session);
     return claims;
@@ -327,12 +329,12 @@ export class AuthService {
     const parsed = parseCredential(credential);
     const session = parsed && (await this.deps.sessions.get(parsed.id));
     if (!parsed || !session || !sameHash(session.secretHash, hashSecret(parsed.secret))) {
-      throw new UnauthorizedError('Session is invalid or has expired', { code: 'AUTH_INVALID_TOKEN' });
+      throw new UnauthorizedError('Session is invalid or has expired', { code: CallerErrorCode.InvalidToken });
     }
     const user = await this.deps.users.get(session.userId);
     if (!user?.active) {
       await this.revokeSession(session.id);
-      throw new UnauthorizedError('Session is invalid or has expired', { code: 'AUTH_INVALID_TOKEN' });
+      throw new UnauthorizedError('Session is invalid or has expired', { code: CallerErrorCode.InvalidToken });
     }
     await this.#touch(session);
     return {
@@ -386,7 +388,7 @@ export class AuthService {
       details: { session_id: sessionId },
     });
     throw new UnauthorizedError('Refresh token was already used; the session has been revoked', {
-      code: 'AUTH_INVALID_TOKEN',
+      code: CallerErrorCode.InvalidToken,
     });
   }
 }

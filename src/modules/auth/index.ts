@@ -1,4 +1,5 @@
 /** The auth module's public API: local identity, tokens and sessions, signing keys, single sign-on. */
+export { AuthErrorCode } from './auth.errors.js';
 export { createAuthModule } from './auth.module.js';
 export { clearSessionCookie } from './auth.routes.js';
 export { type AuthService } from './auth.service.js';

@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import * as oidc from 'openid-client';
 import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
 import type { Config } from '../../config.js';
-import { BadRequestError, ConflictError, ServiceUnavailableError, UnauthorizedError } from '../../errors.js';
+import { BadRequestError, CommonErrorCode, ConflictError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { AuditRecorder } from '../../ports/audit.js';
 import {
@@ -14,6 +14,7 @@ import {
   usernameSchema,
 } from '../users/index.js';
 import type { ClientInfo } from '../../ports/caller.js';
+import { identityProviderUnavailable, ssoLoginRefused } from './auth.errors.js';
 import type { AuthService, LoginResult } from './auth.service.js';
 
 type OidcSettings = NonNullable<Config['auth']['oidc']>;
@@ -34,7 +35,9 @@ const ID_TOKEN_KEY = 'idp_id_token';
 export function safeReturnPath(value: string | undefined): string | undefined {
   if (value === undefined || value === '') return undefined;
   if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || /[\r\n]/.test(value)) {
-    throw new BadRequestError('redirect_uri must be a path on this service, such as /playground');
+    throw new BadRequestError('redirect_uri must be a path on this service, such as /playground', {
+      code: CommonErrorCode.Validation,
+    });
   }
   return value;
 }
@@ -109,25 +112,13 @@ export class OidcSso {
     if (params.has('error')) {
       const reason = (params.get('error_description') ?? params.get('error') ?? '').slice(0, 200);
       if (state) await this.deps.ephemeral.take(`sso:${state}`);
-      throw new UnauthorizedError(`The identity provider refused the login: ${reason}`, {
-        code: 'AUTH_ACCESS_DENIED',
-        error: 'authentication_failed',
-      });
+      throw ssoLoginRefused(`The identity provider refused the login: ${reason}`);
     }
-    if (!state || !params.get('code')) throw new BadRequestError('code and state are required');
-    if (browserState !== state) {
-      throw new UnauthorizedError('This login was not started in this browser', {
-        code: 'AUTH_ACCESS_DENIED',
-        error: 'authentication_failed',
-      });
-    }
+    if (!state || !params.get('code'))
+      throw new BadRequestError('code and state are required', { code: CommonErrorCode.Validation });
+    if (browserState !== state) throw ssoLoginRefused('This login was not started in this browser');
     const stored = await this.deps.ephemeral.take(`sso:${state}`);
-    if (!stored) {
-      throw new UnauthorizedError('Unknown, expired or already completed login attempt', {
-        code: 'AUTH_ACCESS_DENIED',
-        error: 'authentication_failed',
-      });
-    }
+    if (!stored) throw ssoLoginRefused('Unknown, expired or already completed login attempt');
     const pending = JSON.parse(stored) as PendingLogin;
     const config = await this.#config();
     let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
@@ -140,26 +131,15 @@ export class OidcSso {
       });
     } catch (error) {
       if (error instanceof oidc.ResponseBodyError || error instanceof oidc.AuthorizationResponseError) {
-        throw new UnauthorizedError(`The identity provider refused the code exchange: ${error.error}`, {
-          code: 'AUTH_ACCESS_DENIED',
-          error: 'authentication_failed',
-        });
+        throw ssoLoginRefused(`The identity provider refused the code exchange: ${error.error}`);
       }
       if (error instanceof TypeError || (error instanceof Error && error.name === 'TimeoutError')) {
-        throw new ServiceUnavailableError('The identity provider is unavailable', {
-          code: 'AUTH_SERVICE_ERROR',
-          cause: error,
-        });
+        throw identityProviderUnavailable(error);
       }
-      throw new UnauthorizedError('The identity provider response could not be validated', {
-        code: 'AUTH_ACCESS_DENIED',
-        error: 'authentication_failed',
-        cause: error,
-      });
+      throw ssoLoginRefused('The identity provider response could not be validated', error);
     }
     const claims = tokens.claims();
-    if (!claims)
-      throw new UnauthorizedError('No ID token', { code: 'AUTH_ACCESS_DENIED', error: 'authentication_failed' });
+    if (!claims) throw ssoLoginRefused('No ID token');
     const user = await this.#provision(config.serverMetadata().issuer, claims);
     if (!user.active) {
       await this.deps.audit.record({
@@ -170,10 +150,7 @@ export class OidcSso {
         userAgent: client.userAgent,
         details: { method: 'sso', reason: 'account_deactivated' },
       });
-      throw new UnauthorizedError('This account is deactivated', {
-        code: 'AUTH_ACCESS_DENIED',
-        error: 'authentication_failed',
-      });
+      throw ssoLoginRefused('This account is deactivated');
     }
     const result = await this.deps.auth.startSession(
       user,
@@ -246,7 +223,7 @@ export class OidcSso {
         if (!(error instanceof ConflictError)) throw error;
       }
     }
-    throw new ConflictError('Could not choose a free username for this account');
+    throw new ConflictError('Could not choose a free username for this account', { code: CommonErrorCode.Conflict });
   }
 
   #config(): Promise<oidc.Configuration> {
@@ -259,10 +236,7 @@ export class OidcSso {
       })
       .catch((error: unknown) => {
         this.#configuration = undefined; // try again on the next login
-        throw new ServiceUnavailableError('The identity provider is unavailable', {
-          code: 'AUTH_SERVICE_ERROR',
-          cause: error,
-        });
+        throw identityProviderUnavailable(error);
       });
     return this.#configuration;
   }

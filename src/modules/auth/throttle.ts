@@ -1,5 +1,6 @@
 import type { CounterStore } from '../../adapters/counters/port.js';
 import { RateLimitError } from '../../errors.js';
+import { AuthErrorCode } from './auth.errors.js';
 
 export interface ThrottleKey {
   key: string;
@@ -25,7 +26,7 @@ export class FailureThrottle {
       if (window.count >= max) {
         const retryAfter = Math.max(1, Math.ceil((window.resetAt - this.now().getTime()) / 1000));
         throw new RateLimitError(`Too many failed attempts; retry in ${retryAfter} s`, retryAfter, {
-          code: 'AUTH_RATE_LIMIT',
+          code: AuthErrorCode.RateLimit,
         });
       }
     }

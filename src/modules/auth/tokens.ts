@@ -1,6 +1,7 @@
 import { createHash, randomBytes, randomUUID } from 'node:crypto';
 import { type JWTPayload, SignJWT, errors as joseErrors, jwtVerify } from 'jose';
 import { UnauthorizedError } from '../../errors.js';
+import { CallerErrorCode } from '../../ports/caller.js';
 import { type KeyRing, SIGNING_ALG } from './keys.js';
 
 /** RFC 9068 access-token type: an ID token or any other JWT signed by the same key is not accepted as one. */
@@ -127,13 +128,13 @@ export class TokenService {
       if (error instanceof joseErrors.JWTExpired) {
         const exp = error.payload.exp;
         throw new UnauthorizedError('Token has expired', {
-          code: 'AUTH_INVALID_TOKEN',
+          code: CallerErrorCode.InvalidToken,
           ...(typeof exp === 'number' && { expiredAt: new Date(exp * 1000).toISOString() }),
         });
       }
-      throw new UnauthorizedError('Invalid token', { code: 'AUTH_INVALID_TOKEN' });
+      throw new UnauthorizedError('Invalid token', { code: CallerErrorCode.InvalidToken });
     }
-    if (!isAccessClaims(payload)) throw new UnauthorizedError('Invalid token', { code: 'AUTH_INVALID_TOKEN' });
+    if (!isAccessClaims(payload)) throw new UnauthorizedError('Invalid token', { code: CallerErrorCode.InvalidToken });
     const claims: AccessClaims = {
       sub: payload.sub,
       username: payload.username,

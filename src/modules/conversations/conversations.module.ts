@@ -3,6 +3,7 @@ import type { AuthzService } from '../../adapters/authz/port.js';
 import type { Database } from '../../db/database.js';
 import type { Module } from '../../ports/module.js';
 import { ConversationsService } from './conversations.service.js';
+import { userObject } from '../../ports/subjects.js';
 
 export interface ConversationsModuleDeps {
   db: Kysely<Database>;
@@ -13,5 +14,28 @@ export interface ConversationsModuleDeps {
 
 /** Conversations and their messages, owned through the authorization service, with ranked full-text search. */
 export function createConversationsModule(deps: ConversationsModuleDeps): Module<ConversationsService> {
-  return { name: 'conversations', service: new ConversationsService(deps.db, deps.authz, deps.now) };
+  const service = new ConversationsService(deps.db, deps.authz, deps.now);
+  return {
+    name: 'conversations',
+    service,
+    erasure: [
+      {
+        step: 'authorization_tuples',
+        run: async ({ user }) => service.removeAccess(await service.idsOwnedBy(userObject(user.id))),
+      },
+      { step: 'conversations', run: ({ user, db }) => service.deleteAllOwnedBy(userObject(user.id), db) },
+    ],
+    exports: [
+      {
+        section: 'conversations',
+        collect: async (userId) =>
+          (await service.allOwnedBy(userObject(userId))).map((c) => ({
+            conversation_id: c.id,
+            created_at: c.createdAt,
+            message_count: c.messageCount,
+            last_message_at: c.lastMessageAt,
+          })),
+      },
+    ],
+  };
 }

@@ -3,7 +3,7 @@ import { type Kysely, type Selectable, type Transaction, sql } from 'kysely';
 import type { AuthzService } from '../../adapters/authz/port.js';
 import type { ChatMessage, ToolCall } from '../../adapters/llm/port.js';
 import type { Database } from '../../db/database.js';
-import { NotFoundError } from '../../errors.js';
+import { CommonErrorCode, NotFoundError } from '../../errors.js';
 import { SEARCHED_ROLES, ftsMatchExpression, isPostgres, queryWords, searchKey } from '../../db/full-text.js';
 import type { ConversationsTable, MessagesTable } from './conversations.tables.js';
 
@@ -154,7 +154,7 @@ export class ConversationsService {
   async access(subject: string, id: string, relation: 'viewer' | 'owner' = 'viewer'): Promise<Conversation> {
     const row = await this.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirst();
     if (!row || !(await this.authz.check(subject, relation, `conversation:${id}`))) {
-      throw new NotFoundError(`Conversation ${id} not found`, { code: 'NOT_FOUND' });
+      throw new NotFoundError(`Conversation ${id} not found`, { code: CommonErrorCode.NotFound });
     }
     return toConversation(row);
   }
@@ -246,6 +246,12 @@ export class ConversationsService {
       .orderBy('id')
       .execute();
     return rows.map(toConversation);
+  }
+
+  /** The ids of every conversation the subject owns (erasure of their checkpoints and tuples). */
+  async idsOwnedBy(owner: string): Promise<string[]> {
+    const rows = await this.db.selectFrom('conversations').select('id').where('owner', '=', owner).execute();
+    return rows.map((row) => row.id);
   }
 
   /** Erasure: removes every relationship tuple on these conversations (ownership, sharing); returns how many. */

@@ -1,6 +1,6 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { BadRequestError } from '../../errors.js';
+import { BadRequestError, CommonErrorCode } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../../http/route.js';
 import { clientInfo } from '../../http/request-context.js';
@@ -240,7 +240,9 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
         handler: async ({ query, req, res }) => {
           const caller = personOf(req);
           if (query.confirm?.toLowerCase() !== 'true') {
-            throw new BadRequestError('Erasure is irreversible: confirm it with the query parameter confirm=true');
+            throw new BadRequestError('Erasure is irreversible: confirm it with the query parameter confirm=true', {
+              code: CommonErrorCode.Validation,
+            });
           }
           const result = await erasure.erase(caller.userId, clientInfo(req));
           clearSessionCookie(res); // its session is gone; the browser need not keep sending it

@@ -4,16 +4,14 @@ import type { Database } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import { UnauthorizedError } from '../../errors.js';
 import type { AuditService } from '../audit/index.js';
-import type { ClientInfo } from '../../ports/caller.js';
-import type { AuthService } from '../auth/index.js';
-import { userObject } from '../../ports/subjects.js';
-import type { ConversationsService } from '../conversations/index.js';
+import { CallerErrorCode, type ClientInfo } from '../../ports/caller.js';
+import type { ExportPart, ExportSections } from '../../ports/data-export.js';
 import type { User, UsersService } from '../users/index.js';
 import * as store from './data-subject.store.js';
 import type { ConsentType } from './data-subject.tables.js';
 
 /** The user's data as GET /api/v1/users/me/data reports it and the export files contain it (spec "DataExport"). */
-export interface DataExport {
+export interface DataExport extends ExportSections {
   export_id: string;
   user_id: string;
   username: string;
@@ -27,13 +25,6 @@ export interface DataExport {
     created_at: string;
     preferences: Record<string, unknown>;
   };
-  sessions: { session_id: string; created_at: string; last_accessed: string; ip_address: string | null }[];
-  conversations: {
-    conversation_id: string;
-    created_at: string;
-    message_count: number;
-    last_message_at: string | null;
-  }[];
   consents: {
     consent_id: string;
     consent_type: ConsentType;
@@ -41,7 +32,6 @@ export interface DataExport {
     timestamp: string;
     ip_address: string | null;
   }[];
-  audit_log: { event_id: string; event_type: string; timestamp: string; ip_address: string | null }[];
 }
 
 export interface ProfileChanges {
@@ -76,9 +66,9 @@ export interface ConsentState {
 export interface DataSubjectDeps {
   db: Kysely<Database>;
   users: UsersService;
-  auth: AuthService;
-  conversations: ConversationsService;
   audit: AuditService;
+  /** The sections of the export other modules keep (sessions, conversations, audit log). */
+  exports: readonly ExportPart[];
   now?: () => Date;
 }
 
@@ -87,8 +77,6 @@ const STORAGE_NOTE =
   'Changes apply at once; earlier values are not kept. Export your data at /api/v1/users/me/export.';
 /** Appends that race for the same position are retried this many times (PostgreSQL; SQLite never races). */
 const APPEND_ATTEMPTS = 3;
-
-const iso = (ms: number) => new Date(ms).toISOString();
 
 /**
  * Data-subject rights of the authenticated user over their own data: access and portability (export),
@@ -102,15 +90,14 @@ export class DataSubjectService {
   }
 
   async exportData(userId: string): Promise<DataExport> {
-    const { db, auth, conversations, audit } = this.deps;
+    const { db, exports } = this.deps;
     const user = await this.#user(userId);
-    const [preferences, sessions, owned, consents, events] = await Promise.all([
+    const [preferences, consents, collected] = await Promise.all([
       store.findPreferences(db, userId),
-      auth.listSessions(userId),
-      conversations.allOwnedBy(userObject(userId)),
       store.consentHistory(db, userId),
-      audit.eventsOf(userId),
+      Promise.all(exports.map(async (part) => [part.section, await part.collect(userId)] as const)),
     ]);
+    const sections: Partial<ExportSections> = Object.fromEntries(collected);
     return {
       export_id: randomUUID(),
       user_id: user.id,
@@ -125,18 +112,8 @@ export class DataSubjectService {
         created_at: user.createdAt,
         preferences: parsePreferences(preferences?.preferences),
       },
-      sessions: sessions.map((s) => ({
-        session_id: s.id,
-        created_at: iso(s.createdAt),
-        last_accessed: iso(s.lastAccessedAt),
-        ip_address: s.ipAddress,
-      })),
-      conversations: owned.map((c) => ({
-        conversation_id: c.id,
-        created_at: c.createdAt,
-        message_count: c.messageCount,
-        last_message_at: c.lastMessageAt,
-      })),
+      sessions: sections.sessions ?? [],
+      conversations: sections.conversations ?? [],
       consents: consents.map((c) => ({
         consent_id: c.id,
         consent_type: c.consent_type,
@@ -144,12 +121,7 @@ export class DataSubjectService {
         timestamp: c.created_at,
         ip_address: c.ip_address,
       })),
-      audit_log: events.map((e) => ({
-        event_id: e.event_id,
-        event_type: e.event_type,
-        timestamp: e.timestamp,
-        ip_address: e.ip_address,
-      })),
+      audit_log: sections.audit_log ?? [],
     };
   }
 
@@ -178,7 +150,7 @@ export class DataSubjectService {
         },
         trx,
       );
-      if (!user) throw new UnauthorizedError('No such user', { code: 'AUTH_INVALID_TOKEN' });
+      if (!user) throw new UnauthorizedError('No such user', { code: CallerErrorCode.InvalidToken });
       const changed: string[] = (['name', 'email'] as const).filter((field) => user[field] !== before[field]);
       let stored = await store.findPreferences(trx, userId);
       if (changes.preferences !== undefined) {
@@ -270,7 +242,7 @@ export class DataSubjectService {
   /** The caller's account; a credential that outlived it (it is being erased) is refused. */
   async #user(userId: string): Promise<User> {
     const user = await this.deps.users.get(userId);
-    if (!user) throw new UnauthorizedError('No such user', { code: 'AUTH_INVALID_TOKEN' });
+    if (!user) throw new UnauthorizedError('No such user', { code: CallerErrorCode.InvalidToken });
     return user;
   }
 }

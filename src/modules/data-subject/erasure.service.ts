@@ -1,9 +1,9 @@
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.js';
-import { AppError, UnauthorizedError } from '../../errors.js';
+import { AppError, CommonErrorCode, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { AuditService } from '../audit/index.js';
-import type { ClientInfo } from '../../ports/caller.js';
+import { CallerErrorCode, type ClientInfo } from '../../ports/caller.js';
 import type { ErasureContext, ErasureStep, ErasureSubject } from '../../ports/erasure.js';
 import type { UsersService } from '../users/index.js';
 
@@ -31,7 +31,7 @@ export class ErasureFailedError extends AppError {
     cause: unknown,
   ) {
     super(`Account erasure failed at step "${step}". Repeat the request to complete it.`, {
-      code: 'INTERNAL_ERROR',
+      code: CommonErrorCode.Internal,
       cause,
     });
   }
@@ -82,7 +82,7 @@ export class ErasureService {
 
   async erase(userId: string, client: ClientInfo): Promise<DeletionResult> {
     const user = await this.deps.users.get(userId);
-    if (!user) throw new UnauthorizedError('No such user', { code: 'AUTH_INVALID_TOKEN' });
+    if (!user) throw new UnauthorizedError('No such user', { code: CallerErrorCode.InvalidToken });
     const base = {
       user: { id: user.id, username: user.username, email: user.email },
       // Computed before the transaction: on SQLite, reading the hash key inside it would wait for itself.

@@ -1,5 +1,6 @@
 import { type RawBuilder, type SqlBool, sql } from 'kysely';
-import { BadRequestError, type ScimType } from '../../errors.js';
+import type { ScimType } from '../../errors.js';
+import { scimBadRequest } from './scim.errors.js';
 import { type AttributeDef, type ResourceDef, type SchemaDef, findAttribute, findSchema } from './scim.schemas.js';
 
 /**
@@ -50,7 +51,7 @@ type Token =
 
 function failure(scimType: ScimType) {
   return (message: string): never => {
-    throw new BadRequestError(message, { scimType });
+    throw scimBadRequest(message, scimType);
   };
 }
 
@@ -319,7 +320,7 @@ export function resolvePath(resource: ResourceDef, path: AttrPath): ResolvedAttr
 function resolveForFilter(resource: ResourceDef, path: AttrPath): ResolvedAttribute {
   const resolved = resolvePath(resource, path);
   if (resolved?.kind !== 'attribute') {
-    throw new BadRequestError(`Unknown attribute '${path.text}' in filter`, { scimType: 'invalidFilter' });
+    throw scimBadRequest(`Unknown attribute '${path.text}' in filter`, 'invalidFilter');
   }
   return resolved;
 }
@@ -327,7 +328,7 @@ function resolveForFilter(resource: ResourceDef, path: AttrPath): ResolvedAttrib
 /** A sub-attribute named inside a value filter (`emails[type eq "work"]`): relative, one level, no URN. */
 function resolveRelative(subAttributes: readonly AttributeDef[], path: AttrPath, scimType: ScimType): AttributeDef {
   const found = path.urn === undefined && path.sub === undefined ? findAttribute(subAttributes, path.attr) : undefined;
-  if (!found) throw new BadRequestError(`Unknown sub-attribute '${path.text}' in value filter`, { scimType });
+  if (!found) throw scimBadRequest(`Unknown sub-attribute '${path.text}' in value filter`, scimType);
   return found;
 }
 
@@ -345,7 +346,7 @@ type Operand =
 /** Checks that `op value` makes sense for the attribute (RFC 7644 §3.4.2.2) and normalizes the value. */
 function checkOperand(def: AttributeDef, op: CompareOp, value: Literal, scimType: ScimType): Operand {
   const bad = (message: string): never => {
-    throw new BadRequestError(message, { scimType });
+    throw scimBadRequest(message, scimType);
   };
   if (value === null) {
     if (op !== 'eq' && op !== 'ne') bad(`'${op} null' is not a valid comparison for ${def.name}`);
@@ -398,7 +399,7 @@ export function checkValueFilter(filter: FilterNode, subAttributes: readonly Att
       checkValueFilter(filter.filter, subAttributes, scimType);
       return;
     case '[]':
-      throw new BadRequestError('Value filters cannot be nested', { scimType });
+      throw scimBadRequest('Value filters cannot be nested', scimType);
     case 'pr':
       resolveRelative(subAttributes, filter.path, scimType);
       return;
@@ -555,7 +556,7 @@ export class FilterCompiler {
 
   #target(resolved: ResolvedAttribute, text: string): Target {
     const target = this.mapping.target(resolved.key);
-    if (!target) throw new BadRequestError(`'${text}' cannot be used in a filter`, { scimType: 'invalidFilter' });
+    if (!target) throw scimBadRequest(`'${text}' cannot be used in a filter`, 'invalidFilter');
     return target;
   }
 
@@ -563,7 +564,7 @@ export class FilterCompiler {
     const resolved = resolveForFilter(this.mapping.resource, path);
     const { attribute } = resolved;
     if (attribute.type !== 'complex' || resolved.sub) {
-      throw new BadRequestError(`'${path.text}' has no sub-attributes to filter`, { scimType: 'invalidFilter' });
+      throw scimBadRequest(`'${path.text}' has no sub-attributes to filter`, 'invalidFilter');
     }
     const subs = attribute.subAttributes ?? [];
     checkValueFilter(filter, subs, 'invalidFilter');
@@ -572,7 +573,7 @@ export class FilterCompiler {
       return any(target.sources.map((source) => source.some(this.#element(filter, source.columns, subs, path.text))));
     }
     if (target.kind === 'complex') return this.#element(filter, target.columns, subs, path.text);
-    throw new BadRequestError(`'${path.text}' cannot be used in a filter`, { scimType: 'invalidFilter' });
+    throw scimBadRequest(`'${path.text}' cannot be used in a filter`, 'invalidFilter');
   }
 
   /** A filter over the sub-attributes of one value, against that value's columns. */
@@ -590,14 +591,12 @@ export class FilterCompiler {
       case 'not':
         return sql<SqlBool>`NOT ${this.#element(filter.filter, columns, subs, parent)}`;
       case '[]':
-        throw new BadRequestError('Value filters cannot be nested', { scimType: 'invalidFilter' });
+        throw scimBadRequest('Value filters cannot be nested', 'invalidFilter');
       default: {
         const def = resolveRelative(subs, filter.path, 'invalidFilter');
         const column = columns[def.name];
         if (!column) {
-          throw new BadRequestError(`'${parent}.${def.name}' cannot be used in a filter`, {
-            scimType: 'invalidFilter',
-          });
+          throw scimBadRequest(`'${parent}.${def.name}' cannot be used in a filter`, 'invalidFilter');
         }
         return filter.op === 'pr' ? this.#present(column) : this.#compare(column, def, filter.op, filter.value);
       }
@@ -608,7 +607,7 @@ export class FilterCompiler {
     const resolved = resolveForFilter(this.mapping.resource, filter.path);
     const { attribute } = resolved;
     if (attribute.returned === 'never') {
-      throw new BadRequestError(`'${filter.path.text}' cannot be used in a filter`, { scimType: 'invalidFilter' });
+      throw scimBadRequest(`'${filter.path.text}' cannot be used in a filter`, 'invalidFilter');
     }
     const target = this.#target(resolved, filter.path.text);
     let sub = resolved.sub;
@@ -617,7 +616,7 @@ export class FilterCompiler {
       // A multi-valued complex attribute compared as a whole compares its `value` (`emails co "@example.com"`).
       sub ??= findAttribute(attribute.subAttributes ?? [], 'value');
       if (!sub) {
-        throw new BadRequestError(`Name a sub-attribute of '${filter.path.text}'`, { scimType: 'invalidFilter' });
+        throw scimBadRequest(`Name a sub-attribute of '${filter.path.text}'`, 'invalidFilter');
       }
       const relative: AttrPath = { attr: sub.name, text: sub.name };
       const single: FilterNode =
@@ -630,13 +629,13 @@ export class FilterCompiler {
     if (target.kind === 'complex') {
       if (!sub) {
         if (filter.op !== 'pr') {
-          throw new BadRequestError(`Name a sub-attribute of '${filter.path.text}'`, { scimType: 'invalidFilter' });
+          throw scimBadRequest(`Name a sub-attribute of '${filter.path.text}'`, 'invalidFilter');
         }
         return any(Object.values(target.columns).map((column) => this.#present(column!)));
       }
       const column = target.columns[sub.name];
       if (!column) {
-        throw new BadRequestError(`'${filter.path.text}' cannot be used in a filter`, { scimType: 'invalidFilter' });
+        throw scimBadRequest(`'${filter.path.text}' cannot be used in a filter`, 'invalidFilter');
       }
       return filter.op === 'pr' ? this.#present(column) : this.#compare(column, sub, filter.op, filter.value);
     }

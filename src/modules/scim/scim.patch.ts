@@ -1,4 +1,5 @@
-import { BadRequestError, type ScimType } from '../../errors.js';
+import type { ScimType } from '../../errors.js';
+import { scimBadRequest } from './scim.errors.js';
 import {
   type FilterNode,
   type ResolvedAttribute,
@@ -47,7 +48,7 @@ export interface PatchResult {
 export const MAX_PATCH_OPERATIONS = 1000;
 
 function fail(scimType: ScimType, message: string): never {
-  throw new BadRequestError(message, { scimType });
+  throw scimBadRequest(message, scimType);
 }
 
 export function isObject(value: unknown): value is JsonObject {

@@ -1,4 +1,5 @@
-import { BadRequestError, type ScimType } from '../../errors.js';
+import type { ScimType } from '../../errors.js';
+import { scimBadRequest } from './scim.errors.js';
 import { passwordSchema } from '../users/index.js';
 import type { LoadedGroup, LoadedUser } from './scim.store.js';
 import type { ScimUserValueRow } from './scim.tables.js';
@@ -111,7 +112,7 @@ export interface GroupState {
 }
 
 function invalid(message: string, scimType: ScimType = 'invalidValue'): never {
-  throw new BadRequestError(message, { scimType });
+  throw scimBadRequest(message, scimType);
 }
 
 // Control characters are refused (NUL cannot even be stored in PostgreSQL text), but for the line breaks and

@@ -1,9 +1,9 @@
 import type { Request } from 'express';
 import { z } from 'zod';
-import { BadRequestError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { renderError } from '../../http/render-errors.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
+import { scimBadRequest } from './scim.errors.js';
 import { isObject, member } from './scim.patch.js';
 import { splitAttributes } from './scim.representation.js';
 import {
@@ -94,7 +94,7 @@ function listQuery(query: z.output<typeof ListQuerySchema>): ListQuery {
 
 /** A SearchRequest body (RFC 7644 §3.4.3) as the query of a GET, with the same bounds. */
 function searchQuery(body: unknown): ListQuery {
-  const bad = (message: string) => new BadRequestError(message, { scimType: 'invalidValue' });
+  const bad = (message: string) => scimBadRequest(message, 'invalidValue');
   if (!isObject(body)) throw bad('The request body must be a SearchRequest');
   const schemas = member(body, 'schemas');
   if (

@@ -7,7 +7,8 @@ import type { Database } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
 import {
   AppError,
-  BadRequestError,
+  type BadRequestError,
+  CommonErrorCode,
   ConflictError,
   ForbiddenError,
   NotFoundError,
@@ -15,7 +16,7 @@ import {
 } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { type AuditEventType, type AuditRecorder, actorOf } from '../../ports/audit.js';
-import type { Caller } from '../../ports/caller.js';
+import { type Caller, CallerErrorCode } from '../../ports/caller.js';
 import { SYSTEM, groupObject, subjectOf, userObject } from '../../ports/subjects.js';
 import * as users from '../users/index.js';
 import {
@@ -27,6 +28,7 @@ import {
   parseFilter,
   resolvePath,
 } from './scim.filter.js';
+import { scimBadRequest } from './scim.errors.js';
 import { type JsonObject, applyPatch, isObject, member, parsePatchRequest } from './scim.patch.js';
 import {
   type GroupState,
@@ -125,7 +127,7 @@ export interface ScimServiceDeps {
 }
 
 const notFound = (kind: 'User' | 'Group', id: string) =>
-  new NotFoundError(`${kind} ${id} not found`, { code: 'NOT_FOUND', scimType: 'notFound' });
+  new NotFoundError(`${kind} ${id} not found`, { code: CommonErrorCode.NotFound, scimType: 'notFound' });
 
 /** Ids are UUIDs (lower-case): anything else names nothing, and is not worth a query. */
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
@@ -234,7 +236,7 @@ export class ScimService {
   async authorize(caller: Caller): Promise<void> {
     if (!(await this.deps.authz.check(subjectOf(caller), 'provisioner', SYSTEM))) {
       throw new ForbiddenError('Provisioning needs the admin role or the provisioner relation on system:global', {
-        code: 'AUTH_ACCESS_DENIED',
+        code: CallerErrorCode.AccessDenied,
       });
     }
   }
@@ -256,7 +258,8 @@ export class ScimService {
 
   resourceType(name: string) {
     const resource = [USER_RESOURCE, GROUP_RESOURCE].find((r) => r.name.toLowerCase() === name.toLowerCase());
-    if (!resource) throw new NotFoundError(`No resource type ${name}`, { code: 'NOT_FOUND', scimType: 'notFound' });
+    if (!resource)
+      throw new NotFoundError(`No resource type ${name}`, { code: CommonErrorCode.NotFound, scimType: 'notFound' });
     return resourceTypeDocument(resource, this.baseUrl);
   }
 
@@ -266,7 +269,7 @@ export class ScimService {
 
   schema(id: string) {
     const schema = SCHEMA_DEFS.find((s) => s.id.toLowerCase() === id.toLowerCase());
-    if (!schema) throw new NotFoundError(`No schema ${id}`, { code: 'NOT_FOUND', scimType: 'notFound' });
+    if (!schema) throw new NotFoundError(`No schema ${id}`, { code: CommonErrorCode.NotFound, scimType: 'notFound' });
     return schemaDocument(schema, this.baseUrl);
   }
 
@@ -354,9 +357,7 @@ export class ScimService {
     if (typeof trial.password === 'string') {
       const checked = users.passwordSchema.safeParse(trial.password);
       if (!checked.success) {
-        throw new BadRequestError(`password ${checked.error.issues[0]?.message ?? 'is not acceptable'}`, {
-          scimType: 'invalidValue',
-        });
+        throw scimBadRequest(`password ${checked.error.issues[0]?.message ?? 'is not acceptable'}`, 'invalidValue');
       }
       hash = await users.hashPassword(trial.password);
     } else if (trial.password === null) {
@@ -379,12 +380,15 @@ export class ScimService {
     if (!user.roles.includes(users.ADMIN_ROLE)) return;
     if (await this.deps.authz.check(subjectOf(ctx.caller), 'admin', SYSTEM)) return;
     throw new ForbiddenError('Only administrators may change an administrator through SCIM', {
-      code: 'AUTH_ACCESS_DENIED',
+      code: CallerErrorCode.AccessDenied,
     });
   }
 
   #userNameTaken(userName: string): ConflictError {
-    return new ConflictError(`userName ${userName} is already taken`, { code: 'CONFLICT', scimType: 'uniqueness' });
+    return new ConflictError(`userName ${userName} is already taken`, {
+      code: CommonErrorCode.Conflict,
+      scimType: 'uniqueness',
+    });
   }
 
   /** Runs a write, turning a unique-constraint failure into 409 uniqueness naming what collided. */
@@ -401,7 +405,7 @@ export class ScimService {
       const holder = await users.findUserIdByUsername(this.db, state.userName);
       if (holder && holder !== selfId) throw this.#userNameTaken(state.userName);
       throw new ConflictError(`emails: ${email ?? 'the address'} is already used by another user`, {
-        code: 'CONFLICT',
+        code: CommonErrorCode.Conflict,
         scimType: 'uniqueness',
       });
     }
@@ -713,7 +717,7 @@ export class ScimService {
     const found = await users.existingUserIds(db, valid);
     const missing = ids.find((id) => !found.has(id));
     if (missing !== undefined) {
-      throw new BadRequestError(`members: no User with id ${missing}`, { scimType: 'invalidValue' });
+      throw scimBadRequest(`members: no User with id ${missing}`, 'invalidValue');
     }
   }
 
@@ -727,7 +731,10 @@ export class ScimService {
   async #uniqueGroup<T>(displayName: string, write: () => Promise<T>, selfId?: string): Promise<T> {
     const holder = await store.findGroupIdByDisplayNameKey(this.db, displayName.toLowerCase());
     const taken = () =>
-      new ConflictError(`A group named ${displayName} already exists`, { code: 'CONFLICT', scimType: 'uniqueness' });
+      new ConflictError(`A group named ${displayName} already exists`, {
+        code: CommonErrorCode.Conflict,
+        scimType: 'uniqueness',
+      });
     if (holder && holder.group_id !== selfId) throw taken();
     try {
       return await write();
@@ -752,7 +759,10 @@ export class ScimService {
       if (!holder || holder.id === selfId) return { path };
       if (selfId === undefined && !(await store.isScimGroup(db, holder.id))) return { path, adopt: holder.id };
     }
-    throw new ConflictError(`No free group name for ${displayName}`, { code: 'CONFLICT', scimType: 'uniqueness' });
+    throw new ConflictError(`No free group name for ${displayName}`, {
+      code: CommonErrorCode.Conflict,
+      scimType: 'uniqueness',
+    });
   }
 
   // -------------------------------------------------------------------------------------------------------------
@@ -792,11 +802,11 @@ export class ScimService {
     let order: store.Page['order'];
     const sortOrder = query.sortOrder?.toLowerCase();
     if (sortOrder !== undefined && sortOrder !== 'ascending' && sortOrder !== 'descending') {
-      throw new BadRequestError('sortOrder must be ascending or descending', { scimType: 'invalidValue' });
+      throw scimBadRequest('sortOrder must be ascending or descending', 'invalidValue');
     }
     if (query.sortBy !== undefined) {
       const path = parseAttrPath(query.sortBy.trim(), (message) => {
-        throw new BadRequestError(`sortBy: ${message}`, { scimType: 'invalidValue' });
+        throw scimBadRequest(`sortBy: ${message}`, 'invalidValue');
       });
       const resolved = resolvePath(resource, path);
       const key =
@@ -805,7 +815,7 @@ export class ScimService {
           : undefined;
       const column = key === undefined ? undefined : sortable[key];
       if (!column || resolved?.kind !== 'attribute') {
-        throw new BadRequestError(`Cannot sort by ${query.sortBy}`, { scimType: 'invalidValue' });
+        throw scimBadRequest(`Cannot sort by ${query.sortBy}`, 'invalidValue');
       }
       const def = resolved.sub ?? resolved.attribute;
       // Case-insensitive attributes sort case-insensitively (RFC 7644 §3.4.2.3).
@@ -837,22 +847,20 @@ export class ScimService {
    * it. Stops once `failOnErrors` operations have failed. Results come back in request order.
    */
   async bulk(ctx: ScimContext, body: unknown): Promise<BulkResult[]> {
-    if (!isObject(body))
-      throw new BadRequestError('The request body must be a BulkRequest', { scimType: 'invalidSyntax' });
+    if (!isObject(body)) throw scimBadRequest('The request body must be a BulkRequest', 'invalidSyntax');
     const schemas = member(body, 'schemas');
     if (
       !Array.isArray(schemas) ||
       !schemas.some((s) => typeof s === 'string' && s.toLowerCase() === BULK_REQUEST_SCHEMA.toLowerCase())
     ) {
-      throw new BadRequestError(`schemas must include ${BULK_REQUEST_SCHEMA}`, { scimType: 'invalidValue' });
+      throw scimBadRequest(`schemas must include ${BULK_REQUEST_SCHEMA}`, 'invalidValue');
     }
     const operations = member(body, 'Operations');
-    if (!Array.isArray(operations))
-      throw new BadRequestError('Operations must be an array', { scimType: 'invalidValue' });
+    if (!Array.isArray(operations)) throw scimBadRequest('Operations must be an array', 'invalidValue');
     if (operations.length > BULK_MAX_OPERATIONS) {
       throw new PayloadTooLargeError(
         `A Bulk request may carry at most ${BULK_MAX_OPERATIONS} operations (maxOperations); this one has ${operations.length}`,
-        { code: 'PAYLOAD_TOO_LARGE', scimType: 'tooMany' },
+        { code: CommonErrorCode.PayloadTooLarge, scimType: 'tooMany' },
       );
     }
     const failOnErrors = member(body, 'failOnErrors');
@@ -860,7 +868,7 @@ export class ScimService {
       failOnErrors !== undefined &&
       (typeof failOnErrors !== 'number' || !Number.isInteger(failOnErrors) || failOnErrors < 1)
     ) {
-      throw new BadRequestError('failOnErrors must be a positive integer', { scimType: 'invalidValue' });
+      throw scimBadRequest('failOnErrors must be a positive integer', 'invalidValue');
     }
 
     const planned = operations.map((op, index) => planBulkOperation(op, index));
@@ -975,7 +983,7 @@ interface PlannedOperation {
 const BULK_REF = /^bulkId:(.+)$/;
 
 function invalidBulk(message: string): BadRequestError {
-  return new BadRequestError(message, { scimType: 'invalidValue' });
+  return scimBadRequest(message, 'invalidValue');
 }
 
 function collectRefs(value: unknown, refs: Set<string>): void {
@@ -1012,7 +1020,7 @@ function planBulkOperation(raw: unknown, index: number): PlannedOperation {
     refs: new Set(),
   };
   if (!isObject(raw)) {
-    planned.error = new BadRequestError(`Operations[${index}] must be an object`, { scimType: 'invalidSyntax' });
+    planned.error = scimBadRequest(`Operations[${index}] must be an object`, 'invalidSyntax');
     return planned;
   }
   const method = member(raw, 'method');
@@ -1025,11 +1033,11 @@ function planBulkOperation(raw: unknown, index: number): PlannedOperation {
   if (!['POST', 'PUT', 'PATCH', 'DELETE'].includes(planned.method)) {
     planned.error = invalidBulk(`Operations[${index}].method must be POST, PUT, PATCH or DELETE`);
   } else if (typeof path !== 'string') {
-    planned.error = new BadRequestError(`Operations[${index}].path is required`, { scimType: 'invalidSyntax' });
+    planned.error = scimBadRequest(`Operations[${index}].path is required`, 'invalidSyntax');
   } else if (planned.method === 'POST' && planned.bulkId === undefined) {
-    planned.error = new BadRequestError(`Operations[${index}]: POST needs a bulkId`, { scimType: 'invalidSyntax' });
+    planned.error = scimBadRequest(`Operations[${index}]: POST needs a bulkId`, 'invalidSyntax');
   } else if (planned.method !== 'DELETE' && !isObject(planned.data)) {
-    planned.error = new BadRequestError(`Operations[${index}].data must be an object`, { scimType: 'invalidSyntax' });
+    planned.error = scimBadRequest(`Operations[${index}].data must be an object`, 'invalidSyntax');
   }
   collectRefs(planned.path.replace(/^.*\//, ''), planned.refs);
   collectRefs(planned.data, planned.refs);

@@ -471,3 +471,16 @@ export async function upsertScimGroup(db: Executor, row: ScimGroupRow): Promise<
     .onConflict((oc) => oc.column('group_id').doUpdateSet(columns))
     .execute();
 }
+
+/**
+ * Erasure: other people's records may name the user as their manager (not a foreign key: a provider may name a
+ * manager it provisions later), so those references are cleared rather than left pointing at the erased id.
+ */
+export async function clearManagerReferences(db: Executor, userId: string): Promise<number> {
+  const result = await db
+    .updateTable('scim_users')
+    .set({ manager_id: null })
+    .where('manager_id', '=', userId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows);
+}

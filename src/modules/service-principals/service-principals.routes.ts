@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { BadRequestError } from '../../errors.js';
+import { BadRequestError, CommonErrorCode } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
 import type { Request } from 'express';
@@ -268,13 +268,13 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
         },
         handler: async ({ body, req, res }) => {
           if (body.grant_type !== 'client_credentials') {
-            throw new BadRequestError('grant_type must be client_credentials', { code: 'VALIDATION_ERROR' });
+            throw new BadRequestError('grant_type must be client_credentials', { code: CommonErrorCode.Validation });
           }
           const basic = basicCredentials(req.get('Authorization'));
           const id = basic?.id ?? body.client_id;
           const secret = basic?.secret ?? body.client_secret;
           if (!id || !secret)
-            throw new BadRequestError('client_id and client_secret are required', { code: 'VALIDATION_ERROR' });
+            throw new BadRequestError('client_id and client_secret are required', { code: CommonErrorCode.Validation });
           res.set('Cache-Control', 'no-store');
           return principals.issueToken(id, secret, clientInfo(req));
         },

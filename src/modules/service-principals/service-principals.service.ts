@@ -3,11 +3,18 @@ import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { AuthzService, Tuple } from '../../adapters/authz/port.js';
 import type { Database } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import { BadRequestError, ConflictError, ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
+import {
+  BadRequestError,
+  CommonErrorCode,
+  ConflictError,
+  ForbiddenError,
+  NotFoundError,
+  UnauthorizedError,
+} from '../../errors.js';
 import { type AuditEventType, type AuditRecorder, actorOf } from '../../ports/audit.js';
 import type { ClientInfo } from '../../ports/caller.js';
-import type { UserCaller } from '../../ports/caller.js';
-import { base62 } from '../auth/index.js';
+import { CallerErrorCode, type UserCaller } from '../../ports/caller.js';
+import { AuthErrorCode, base62 } from '../auth/index.js';
 import type { FailureThrottle } from '../auth/index.js';
 import { type TokenService, hashSecret } from '../auth/index.js';
 import { SYSTEM, principalObject, userObject } from '../../ports/subjects.js';
@@ -53,7 +60,7 @@ export function parseMode(mode: string): AuthenticationMode {
   const normalised = mode === 'service_account' ? 'service_account_user' : mode;
   if (!(MODES as string[]).includes(normalised)) {
     throw new BadRequestError(`authentication_mode must be one of ${MODES.join(', ')} (or service_account)`, {
-      code: 'VALIDATION_ERROR',
+      code: CommonErrorCode.Validation,
     });
   }
   return normalised as AuthenticationMode;
@@ -105,21 +112,21 @@ export class ServicePrincipalsService {
   ): Promise<{ principal: ServicePrincipal; secret: string }> {
     const mode = parseMode(input.mode);
     const id = slugify(input.name);
-    if (!id) throw new BadRequestError('name must contain letters or digits', { code: 'VALIDATION_ERROR' });
+    if (!id) throw new BadRequestError('name must contain letters or digits', { code: CommonErrorCode.Validation });
     if (UUID_SHAPE.test(id)) {
       throw new BadRequestError('name must not be a UUID: service ids and user ids never share a form', {
-        code: 'VALIDATION_ERROR',
+        code: CommonErrorCode.Validation,
       });
     }
     if (mode === 'client_credentials' && (input.associatedUser || input.inheritPermissions)) {
       throw new BadRequestError(
         'associated_user_id and inherit_permissions apply only to service_account_user mode: a client_credentials principal acts as itself',
-        { code: 'VALIDATION_ERROR' },
+        { code: CommonErrorCode.Validation },
       );
     }
     if (mode === 'service_account_user' && !input.associatedUser) {
       throw new BadRequestError('associated_user_id is required for service_account_user mode', {
-        code: 'VALIDATION_ERROR',
+        code: CommonErrorCode.Validation,
       });
     }
     const associated = input.associatedUser ? await this.#associable(owner, input.associatedUser) : undefined;
@@ -145,7 +152,7 @@ export class ServicePrincipalsService {
       await this.deps.db.insertInto('service_principals').values(row).execute();
     } catch (error) {
       if (isUniqueViolation(error))
-        throw new ConflictError(`A service principal ${id} already exists`, { code: 'CONFLICT' });
+        throw new ConflictError(`A service principal ${id} already exists`, { code: CommonErrorCode.Conflict });
       throw error;
     }
     await this.deps.authz.write([
@@ -207,7 +214,7 @@ export class ServicePrincipalsService {
     client: ClientInfo,
   ): Promise<ServicePrincipal> {
     const row = await this.#owned(owner, id);
-    if (!userRef) throw new BadRequestError('user_id is required', { code: 'VALIDATION_ERROR' });
+    if (!userRef) throw new BadRequestError('user_id is required', { code: CommonErrorCode.Validation });
     const user = await this.#associable(owner, userRef);
     const updated: Row = {
       ...row,
@@ -298,7 +305,7 @@ export class ServicePrincipalsService {
         userAgent: client.userAgent,
         details: row ? { service_id: row.id } : {},
       });
-      throw new UnauthorizedError('Invalid client credentials', { code: 'AUTH_INVALID_CREDENTIALS' });
+      throw new UnauthorizedError('Invalid client credentials', { code: AuthErrorCode.InvalidCredentials });
     }
     await this.deps.throttle.succeed(keys[0]!);
     await this.deps.audit.record({
@@ -391,9 +398,11 @@ export class ServicePrincipalsService {
   /** 404 when there is no such principal; 403 when the caller does not own it. */
   async #owned(owner: UserCaller, id: string): Promise<Row> {
     const row = await this.#find(id);
-    if (!row) throw new NotFoundError(`Service principal ${id} not found`, { code: 'NOT_FOUND' });
+    if (!row) throw new NotFoundError(`Service principal ${id} not found`, { code: CommonErrorCode.NotFound });
     if (!(await this.deps.authz.check(userObject(owner.userId), 'owner', principalObject(id)))) {
-      throw new ForbiddenError('Only the owner may manage this service principal', { code: 'AUTH_ACCESS_DENIED' });
+      throw new ForbiddenError('Only the owner may manage this service principal', {
+        code: CallerErrorCode.AccessDenied,
+      });
     }
     return row;
   }
@@ -409,11 +418,11 @@ export class ServicePrincipalsService {
     if (user?.id === caller.userId) return user;
     if (!(await this.deps.authz.check(userObject(caller.userId), 'admin', SYSTEM))) {
       throw new ForbiddenError('A service principal may be associated only with yourself', {
-        code: 'AUTH_ACCESS_DENIED',
+        code: CallerErrorCode.AccessDenied,
       });
     }
-    if (!user) throw new BadRequestError(`No user ${ref}`, { code: 'VALIDATION_ERROR' });
-    if (!user.active) throw new ForbiddenError(`User ${ref} is not active`, { code: 'AUTH_ACCESS_DENIED' });
+    if (!user) throw new BadRequestError(`No user ${ref}`, { code: CommonErrorCode.Validation });
+    if (!user.active) throw new ForbiddenError(`User ${ref} is not active`, { code: CallerErrorCode.AccessDenied });
     return user;
   }
 

@@ -4,7 +4,7 @@ import { z } from 'zod';
 import type { AuthzService, Tuple } from '../../adapters/authz/port.js';
 import type { Database } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
-import { ConflictError, ValidationError } from '../../errors.js';
+import { CommonErrorCode, ConflictError, ValidationError } from '../../errors.js';
 import { groupObject, roleObject, userObject } from '../../ports/subjects.js';
 import { MAX_PASSWORD_LENGTH, MIN_PASSWORD_LENGTH, checkPassword, hashPassword } from './passwords.js';
 import * as store from './users.store.js';
@@ -96,7 +96,7 @@ export class UsersService {
       if (isUniqueViolation(error)) {
         const taken = await store.findUserByUsername(this.db, user.username);
         throw new ConflictError(taken ? `Username ${user.username} is taken` : 'Email address is already in use', {
-          code: 'CONFLICT',
+          code: CommonErrorCode.Conflict,
         });
       }
       throw error;
@@ -174,7 +174,8 @@ export class UsersService {
     try {
       await store.updateUser(db, userId, update);
     } catch (error) {
-      if (isUniqueViolation(error)) throw new ConflictError('Email address is already in use', { code: 'CONFLICT' });
+      if (isUniqueViolation(error))
+        throw new ConflictError('Email address is already in use', { code: CommonErrorCode.Conflict });
       throw error;
     }
     return toUser({ ...row, ...update });

@@ -1,0 +1,47 @@
+import type { Registry } from 'prom-client';
+import type { Logger } from '../logger.js';
+import type { Module } from '../ports/module.js';
+import { userObject } from '../ports/subjects.js';
+import { McpCore } from './core.js';
+import { createMcpMetrics } from './metrics.js';
+import type { McpPolicy } from './policy.js';
+import { type ToolDefinition, ToolExecutor, type ToolServices } from './tools.js';
+
+export interface McpModuleDeps {
+  /** Who may call what, and how often (shared with the agent module, which admits chat turns through it). */
+  policy: McpPolicy;
+  /** The tools the server lists and the agent may call. */
+  tools: ToolDefinition[];
+  /** What the tools work with. */
+  services: ToolServices;
+  /** Facts for the server-information resource (provider names). */
+  describe: () => Record<string, unknown>;
+  registry: Registry;
+  logger: Logger;
+}
+
+export interface McpParts {
+  /** The MCP server every wire serves. */
+  core: McpCore;
+  /** Runs tools under the policy: for MCP clients and for the agent. */
+  tools: ToolExecutor;
+}
+
+/** The MCP core: tools, resources and prompts behind the policy, for every wire and for the agent. */
+export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
+  const { policy, services, logger } = deps;
+  const metrics = createMcpMetrics(deps.registry);
+  const tools = new ToolExecutor({ services, policy, metrics }, deps.tools);
+  const core = new McpCore({
+    server: { executor: tools, policy, conversations: services.conversations, describe: deps.describe },
+    policy,
+    metrics,
+    logger,
+  });
+  return {
+    name: 'mcp',
+    service: { core, tools },
+    erasure: [{ step: 'rate_limit_counters', run: ({ user }) => policy.forget(userObject(user.id)) }],
+    stop: () => core.close(),
+  };
+}

@@ -1,0 +1,37 @@
+/*
+ * The data-export port (right of access and portability): every module that keeps personal data contributes the
+ * section of the export that shows it; the data-subject module assembles the export.
+ */
+
+export interface ExportedSession {
+  session_id: string;
+  created_at: string;
+  last_accessed: string;
+  ip_address: string | null;
+}
+
+export interface ExportedConversation {
+  conversation_id: string;
+  created_at: string;
+  message_count: number;
+  last_message_at: string | null;
+}
+
+export interface ExportedAuditEvent {
+  event_id: string;
+  event_type: string;
+  timestamp: string;
+  ip_address: string | null;
+}
+
+/** The export's sections that other modules contribute, by name. */
+export interface ExportSections {
+  sessions: ExportedSession[];
+  conversations: ExportedConversation[];
+  audit_log: ExportedAuditEvent[];
+}
+
+/** A module's section of a user's data export. */
+export type ExportPart = {
+  [K in keyof ExportSections]: { readonly section: K; collect(userId: string): Promise<ExportSections[K]> };
+}[keyof ExportSections];
