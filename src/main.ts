@@ -9,7 +9,7 @@ import { migrateDown, migrateToLatest } from './db/migrate.js';
 import { UsageError, keysCommand, usersCommand } from './cli/admin.js';
 import { UnauthorizedError } from './errors.js';
 import { createLogger } from './logger.js';
-import { type Caller, CallerErrorCode, userSubject } from './ports/caller.js';
+import { type Caller, CallerErrorCode, userCaller } from './ports/caller.js';
 import { serveStdio } from '../transports/stdio.js';
 import { SERVICE_NAME, SERVICE_VERSION } from './version.js';
 
@@ -86,14 +86,7 @@ export async function stdioCaller(app: App): Promise<Caller> {
     throw new UnauthorizedError(`No active user named ${name} for the stdio session (set STDIO_USER)`, {
       code: CallerErrorCode.InvalidToken,
     });
-  return {
-    kind: 'user',
-    subject: userSubject(user.id),
-    username: user.username,
-    roles: user.roles,
-    sessionId: undefined,
-    via: 'stdio',
-  };
+  return userCaller(user, { via: 'stdio' });
 }
 
 /** MCP on stdin/stdout for desktop clients: no listeners, logs on stderr, exit 0 when the client hangs up. */

@@ -54,6 +54,22 @@ export type UserCaller = Caller & { kind: 'user'; userId: string };
 export const userSubject = (userId: string): Subject => `user:${userId}`;
 export const principalSubject = (serviceId: string): Subject => `service_principal:${serviceId}`;
 
+/** The caller a person's credential stands for: the user, with their roles. */
+export function userCaller(
+  user: { id: string; username: string; roles: string[] },
+  credential: { via: Caller['via']; sessionId?: string; expiresAt?: number },
+): Caller {
+  return {
+    kind: 'user',
+    subject: userSubject(user.id),
+    username: user.username,
+    roles: user.roles,
+    sessionId: credential.sessionId,
+    via: credential.via,
+    ...(credential.expiresAt !== undefined && { expiresAt: credential.expiresAt }),
+  };
+}
+
 /** The caller's user id when the caller is a person; undefined for a service principal. */
 export function userIdOf(caller: Caller): string | undefined {
   return caller.kind === 'user' && caller.subject.startsWith('user:')

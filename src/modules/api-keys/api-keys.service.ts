@@ -5,7 +5,7 @@ import type { Database } from '../../db/database.js';
 import { BadRequestError, CommonErrorCode, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { AuditRecorder } from '../../ports/audit.js';
 import type { ClientInfo } from '../../ports/caller.js';
-import { type Caller, CallerErrorCode, userSubject } from '../../ports/caller.js';
+import { type Caller, CallerErrorCode, userCaller } from '../../ports/caller.js';
 import { base62 } from '../auth/index.js';
 import { type TokenService, hashSecret } from '../auth/index.js';
 import type { UsersService } from '../users/index.js';
@@ -120,14 +120,7 @@ export class ApiKeysService {
   /** The caller an `X-API-Key` stands for: the key's owner, with the owner's permissions. */
   async authenticate(key: string): Promise<Caller> {
     const { user } = await this.#resolve(key);
-    return {
-      kind: 'user',
-      subject: userSubject(user.id),
-      username: user.username,
-      roles: user.roles,
-      sessionId: undefined,
-      via: 'api_key',
-    };
+    return userCaller(user, { via: 'api_key' });
   }
 
   /** The gateway exchange: a short-lived access token for a valid key. */

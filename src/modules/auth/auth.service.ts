@@ -18,6 +18,7 @@ import {
   type ClientInfo,
   NO_CLIENT,
   principalSubject,
+  userCaller,
   userIdOf,
   userSubject,
 } from '../../ports/caller.js';
@@ -337,15 +338,11 @@ export class AuthService {
       throw new UnauthorizedError('Session is invalid or has expired', { code: CallerErrorCode.InvalidToken });
     }
     await this.#touch(session);
-    return {
-      kind: 'user',
-      subject: userSubject(user.id),
-      username: user.username,
-      roles: user.roles,
-      sessionId: session.id,
+    return userCaller(user, {
       via: 'cookie',
+      sessionId: session.id,
       expiresAt: Math.floor(Math.min(session.expiresAt, session.lastAccessedAt + session.idleTimeoutMs) / 1000),
-    };
+    });
   }
 
   async #touch(session: SessionRecord): Promise<void> {
