@@ -185,8 +185,6 @@ function mcpMethod(
     path,
     operationId: `mcp_${method.replace('/', '_')}`,
     summary,
-    tags: TAGS,
-    access: 'authenticated',
     request: { body: envelope(method, params) },
     responses: {
       200: { description: 'The MCP result', schema: result },
@@ -204,14 +202,13 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
   const mcp: RouteGroup = {
     prefix: '/mcp',
     area: 'mcp',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'post',
         path: '/initialize',
         operationId: 'mcp_initialize',
         summary: 'Initialize (protocol version negotiation and capabilities)',
-        tags: TAGS,
-        access: 'authenticated',
         request: {
           body: z.object({
             protocolVersion: z.string().max(32).default(PROTOCOL_VERSION),
@@ -234,8 +231,6 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
         operationId: 'mcp_tools_call',
         summary: 'Call a tool',
         description: 'A tool you may not call is 403 permission_denied; over the tool-call budget, 429.',
-        tags: TAGS,
-        access: 'authenticated',
         request: {
           body: envelope(
             'tools/call',
@@ -278,8 +273,6 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
         path: '/logging/setLevel',
         operationId: 'mcp_logging_setLevel',
         summary: 'Set the lowest level of log notifications to receive',
-        tags: TAGS,
-        access: 'authenticated',
         request: {
           body: envelope(
             'logging/setLevel',
@@ -306,8 +299,6 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
           'The model may call the tools you may use (use_tools false: none). With stream false, one Message ' +
           'response. With stream true, `data: <json>` events: content_start, content_delta…, content_end, ' +
           'message_complete.',
-        tags: TAGS,
-        access: 'authenticated',
         request: { body: MessageRequest },
         responses: {
           200: { description: 'The answer (or, streamed, text/event-stream)', schema: MessageResponse },
@@ -322,6 +313,7 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
   const transportLevel: RouteGroup = {
     prefix: '/message',
     area: 'mcp',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'post',
@@ -331,8 +323,6 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
         description:
           'The model may call the tools you may use (use_tools false: none). JSON by default; newline-delimited ' +
           'JSON for Accept: application/x-ndjson; events for text/event-stream.',
-        tags: TAGS,
-        access: 'authenticated',
         request: { body: MessageRequest },
         responses: {
           200: { description: 'The answer, or a stream of events', schema: MessageResponse },
@@ -355,14 +345,13 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
   const listing = (prefix: string, method: string, summary: string): RouteGroup => ({
     prefix,
     area: 'mcp',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'get',
         path: '/',
         operationId: `get_${method.split('/')[0]}`,
         summary,
-        tags: TAGS,
-        access: 'authenticated',
         responses: { 200: { description: summary, schema: anyObject }, 429: { description: 'Rate limit exceeded' } },
         handler: async ({ req, res }) => call(core, await admitted(core, req, res), method),
       }),
@@ -372,14 +361,13 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
   const root: RouteGroup = {
     prefix: '',
     area: 'mcp',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'get',
         path: '/',
         operationId: 'getServerInfo',
         summary: 'Server information and capabilities',
-        tags: TAGS,
-        access: 'authenticated',
         responses: { 200: { description: 'Server information', schema: anyObject } },
         handler: () => ({
           ...SERVER_INFO,

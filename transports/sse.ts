@@ -66,7 +66,6 @@ export class LegacySseConnections {
           operationId: 'mcpSseOpen',
           summary: 'Legacy MCP over SSE: open the event stream (deprecated: use streamable HTTP at /mcp)',
           tags: ['MCP'],
-          access: 'authenticated',
           deprecated: true,
           responses: {
             200: { description: 'text/event-stream', schema: z.string(), contentType: 'text/event-stream' },
@@ -88,7 +87,6 @@ export class LegacySseConnections {
           operationId: 'mcpSseMessage',
           summary: 'Legacy MCP over SSE: send a JSON-RPC message (answered on the event stream)',
           tags: ['MCP'],
-          access: 'authenticated',
           deprecated: true,
           request: {
             query: z.object({ sessionId: z.string().min(1).max(64) }),

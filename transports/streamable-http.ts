@@ -141,7 +141,6 @@ export class StreamableHttpSessions {
             'Start with an initialize request (no Mcp-Session-Id); the response carries the session id to send with ' +
             'every later request. Accept must list application/json and text/event-stream.',
           tags: ['MCP'],
-          access: 'authenticated',
           request: { body: z.unknown().describe('A JSON-RPC 2.0 message or batch') },
           responses: {
             200: { description: 'JSON-RPC response, as JSON or as an event stream', schema: z.unknown() },
@@ -178,7 +177,6 @@ export class StreamableHttpSessions {
           summary: 'MCP over streamable HTTP: the server-to-client event stream',
           description: 'Send Last-Event-ID to resume after a disconnection.',
           tags: ['MCP'],
-          access: 'authenticated',
           responses: {
             200: { description: 'text/event-stream', schema: z.string(), contentType: 'text/event-stream' },
             400: { description: 'No Mcp-Session-Id header', schema: z.unknown() },
@@ -205,7 +203,6 @@ export class StreamableHttpSessions {
           operationId: 'mcpStreamableHttpDelete',
           summary: 'MCP over streamable HTTP: end the session',
           tags: ['MCP'],
-          access: 'authenticated',
           responses: {
             200: { description: 'Session ended' },
             400: { description: 'No Mcp-Session-Id header', schema: z.unknown() },

@@ -170,7 +170,8 @@ export function buildOpenApiDocument(listeners: DocumentedListener[]): ReturnTyp
       for (const route of group.routes) {
         if (route.internal) continue;
         const served = `${group.prefix}${route.path}`.replace(/\/$/, '') || '/';
-        const operation = operationFor(route, { area: areas.areaFor(served), gated }, listener.serverUrl);
+        const tagged = { ...route, tags: route.tags ?? group.tags ?? [] };
+        const operation = operationFor(tagged, { area: areas.areaFor(served), gated }, listener.serverUrl);
         const path = toOpenApiPath(served);
         paths[path] = { ...paths[path], [route.method]: operation };
       }

@@ -58,7 +58,9 @@ export interface RouteDefinition<
   operationId: string;
   summary: string;
   description?: string;
-  tags: string[];
+  /** OpenAPI tags; the group's when absent. */
+  tags?: string[];
+  /** Who may call it: authenticated callers unless declared `public`. */
   access: RouteAccess;
   request?: RouteRequestSpec<P, Q, B>;
   responses: Record<number, ResponseSpec>;
@@ -75,15 +77,18 @@ export interface RouteDefinition<
 
 /** Identity function that infers a route's types from its schemas. */
 export function defineRoute<P extends ObjectSchema, Q extends ObjectSchema, B extends z.ZodType>(
-  route: RouteDefinition<P, Q, B>,
+  route: Omit<RouteDefinition<P, Q, B>, 'access'> & { access?: RouteAccess },
 ): RouteDefinition {
-  return route;
+  // Protected unless declared public: a route that forgets to say is not left open.
+  return { access: 'authenticated', ...route } as RouteDefinition;
 }
 
 /** A group of routes sharing a path prefix and an error area (the unit a listener mounts). */
 export interface RouteGroup {
   prefix: string;
   area: ErrorArea;
+  /** OpenAPI tags of the group's routes (a route may name its own). */
+  tags?: string[];
   routes: RouteDefinition[];
 }
 

@@ -53,13 +53,13 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
   return {
     prefix: '/api/v1/api-keys',
     area: 'envelope',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'post',
         path: '/validate',
         operationId: 'validateApiKey',
         summary: 'Exchange an API key for a short-lived access token (for the API gateway)',
-        tags: TAGS,
         access: 'public',
         internal: true,
         responses: {
@@ -79,8 +79,6 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
         operationId: 'createApiKey',
         summary: 'Create an API key',
         description: `At most ${MAX_KEYS_PER_USER} unexpired keys per user. The key is returned once; only its hash is kept.`,
-        tags: TAGS,
-        access: 'authenticated',
         request: { body: CreateApiKey },
         responses: {
           201: { description: 'Created', schema: CreatedApiKey },
@@ -101,8 +99,6 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
         path: '/',
         operationId: 'listApiKeys',
         summary: 'List your API keys (never their values)',
-        tags: TAGS,
-        access: 'authenticated',
         request: {
           query: z.object({
             include_expired: z
@@ -120,8 +116,6 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
         operationId: 'rotateApiKey',
         summary: 'Replace the value of an API key',
         description: 'Same key_id, new value; the old value stops working at once.',
-        tags: TAGS,
-        access: 'authenticated',
         request: { params: keyParams },
         responses: {
           200: { description: 'Rotated', schema: RotatedApiKey },
@@ -137,8 +131,6 @@ export function apiKeyRoutes(keys: ApiKeysService): RouteGroup {
         path: '/:key_id',
         operationId: 'deleteApiKey',
         summary: 'Delete an API key',
-        tags: TAGS,
-        access: 'authenticated',
         request: { params: keyParams },
         responses: { 204: { description: 'Deleted' }, 404: { description: 'No such key of yours' } },
         handler: async ({ params, req }) => {

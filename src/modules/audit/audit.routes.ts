@@ -48,6 +48,7 @@ export function auditRoutes(deps: { audit: AuditService; authz: AuthzService }):
   return {
     prefix: '/api/v1/audit-log',
     area: 'envelope',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'get',
@@ -57,8 +58,6 @@ export function auditRoutes(deps: { audit: AuditService; authz: AuthzService }):
         description:
           'Logins and failures, logouts, credential and SCIM changes, consents, exports and erasures, newest ' +
           'first. Page with page/page_size or offset/limit.',
-        tags: TAGS,
-        access: 'authenticated',
         request: { query: AuditLogQuery },
         responses: {
           200: { description: 'One page of events', schema: AuditPage },

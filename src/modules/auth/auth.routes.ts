@@ -145,33 +145,30 @@ export function clearSessionCookie(res: Response): void {
   res.clearCookie(SESSION_COOKIE, { path: '/', httpOnly: true, sameSite: 'lax' });
 }
 
+/** An access and refresh token pair as every token response carries it. */
+export function tokenBody(pair: { accessToken: string; refreshToken: string; expiresIn: number }) {
+  return {
+    access_token: pair.accessToken,
+    refresh_token: pair.refreshToken,
+    token_type: 'Bearer' as const,
+    expires_in: pair.expiresIn,
+  };
+}
+
 /** The login response of the deployment's mode (TokenResponse or SessionLoginResponse). */
 export function loginResponse(req: Request, res: Response, result: LoginResult, publicUrl: string) {
-  if (result.tokens) {
-    return {
-      access_token: result.tokens.accessToken,
-      refresh_token: result.tokens.refreshToken,
-      token_type: 'Bearer' as const,
-      expires_in: result.tokens.expiresIn,
-      user: loginUser(result.user),
-    };
-  }
+  if (result.tokens) return { ...tokenBody(result.tokens), user: loginUser(result.user) };
   setSessionCookie(req, res, result.session, publicUrl);
   return { session_id: result.session.id, user: loginUser(result.user), expires_at: result.session.expiresAt };
 }
 
 export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
   const { auth, users, keys, publicUrl } = deps;
-  const tokenPair = (pair: { accessToken: string; refreshToken: string; expiresIn: number }) => ({
-    access_token: pair.accessToken,
-    refresh_token: pair.refreshToken,
-    token_type: 'Bearer' as const,
-    expires_in: pair.expiresIn,
-  });
 
   const main: RouteGroup = {
     prefix: '/auth',
     area: 'envelope',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'post',
@@ -181,7 +178,6 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         description:
           'Token mode answers with a token pair; session mode with a session and a `session_id` cookie. Repeated ' +
           'failures for one account or from one address are refused with 429 for a while.',
-        tags: TAGS,
         access: 'public',
         request: { body: LoginRequest, bodyContentTypes: ['application/json', 'application/x-www-form-urlencoded'] },
         responses: {
@@ -199,7 +195,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
               throw new BadRequestError('Refresh tokens are issued only in token mode', {
                 code: CommonErrorCode.BadRequest,
               });
-            return tokenPair(await auth.refresh(body.refresh_token, clientInfo(req)));
+            return tokenBody(await auth.refresh(body.refresh_token, clientInfo(req)));
           }
           if (!body.password) throw new BadRequestError('password is required', { code: CommonErrorCode.Validation });
           const result = await auth.login(body.username, body.password, clientInfo(req));
@@ -215,14 +211,13 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
           'The refresh token is single-use: presenting a used one again revokes its whole session. Any string that ' +
           'is not a live refresh token (an access token, say) is refused with 401; only a missing or non-string ' +
           '`refresh_token` is a 400.',
-        tags: TAGS,
         access: 'public',
         request: { body: RefreshRequest },
         responses: {
           200: { description: 'New token pair', schema: TokenResponse },
           401: { description: 'Not a valid refresh token: unknown, expired, reused, or another kind of token' },
         },
-        handler: async ({ body, req }) => tokenPair(await auth.refresh(body.refresh_token, clientInfo(req))),
+        handler: async ({ body, req }) => tokenBody(await auth.refresh(body.refresh_token, clientInfo(req))),
       }),
       defineRoute({
         method: 'post',
@@ -231,8 +226,6 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         summary: 'End the current session',
         description:
           'Revokes the session behind the credential: its refresh tokens, access tokens and cookie stop working at once.',
-        tags: TAGS,
-        access: 'authenticated',
         responses: { 200: { description: 'Logged out', schema: Message } },
         handler: async ({ req, res }) => {
           await auth.logout(callerOf(req), clientInfo(req));
@@ -245,8 +238,6 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         path: '/me',
         operationId: 'getCurrentUser',
         summary: 'The authenticated user',
-        tags: TAGS,
-        access: 'authenticated',
         responses: { 200: { description: 'Current user', schema: CurrentUser } },
         handler: async ({ req }) => {
           const caller = callerOf(req);
@@ -288,8 +279,6 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         path: '/sessions',
         operationId: 'listSessions',
         summary: "The caller's active sessions",
-        tags: TAGS,
-        access: 'authenticated',
         responses: { 200: { description: 'Sessions, oldest first', schema: SessionList } },
         handler: async ({ req }) => {
           const caller = callerOf(req);
@@ -316,8 +305,6 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         path: '/sessions/:session_id',
         operationId: 'revokeSession',
         summary: 'Revoke one of your sessions',
-        tags: TAGS,
-        access: 'authenticated',
         request: { params: z.object({ session_id: z.string().min(1).max(256) }) },
         responses: {
           200: { description: 'Revoked', schema: Message },
@@ -337,6 +324,7 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
   const verify: RouteGroup = {
     prefix: '/auth/verify',
     area: 'verify',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'post',
@@ -344,7 +332,6 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
         operationId: 'verifyToken',
         summary: 'Verify a Bearer access token',
         description: 'For gateways and services: 200 with the token facts, or 401 with `valid: false`.',
-        tags: TAGS,
         access: 'public',
         responses: {
           200: { description: 'The token is valid', schema: VerifyResult },
@@ -369,13 +356,13 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
   const wellKnown: RouteGroup = {
     prefix: '/.well-known',
     area: 'envelope',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'get',
         path: '/jwks.json',
         operationId: 'getJwks',
         summary: 'Public keys that verify access tokens',
-        tags: TAGS,
         access: 'public',
         responses: { 200: { description: 'JSON Web Key Set', schema: Jwks } },
         handler: ({ res }) => {
@@ -389,7 +376,6 @@ export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
           path,
           operationId: path.endsWith('/mcp') ? 'getMcpResourceMetadata' : 'getResourceMetadata',
           summary: 'OAuth protected-resource metadata (RFC 9728) for MCP clients',
-          tags: TAGS,
           access: 'public',
           responses: { 200: { description: 'Protected-resource metadata', schema: ResourceMetadata } },
           handler: ({ res }) => {

@@ -4,7 +4,14 @@ import { z } from 'zod';
 import { callerOf } from '../../http/authenticate.js';
 import { clientInfo } from '../../http/request-context.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
-import { SessionLoginResponse, TokenResponse, clearSessionCookie, loginUser, setSessionCookie } from './auth.routes.js';
+import {
+  SessionLoginResponse,
+  TokenResponse,
+  clearSessionCookie,
+  loginUser,
+  setSessionCookie,
+  tokenBody,
+} from './auth.routes.js';
 import type { AuthService } from './auth.service.js';
 import type { OidcSso } from './sso.js';
 
@@ -28,13 +35,13 @@ export function ssoRoutes(deps: { sso: OidcSso; auth: AuthService; publicUrl: st
   return {
     prefix: '/auth/sso',
     area: 'envelope',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'get',
         path: '/login',
         operationId: 'ssoLogin',
         summary: 'Start single sign-on at the identity provider',
-        tags: TAGS,
         access: 'public',
         request: {
           query: z.object({
@@ -65,7 +72,6 @@ export function ssoRoutes(deps: { sso: OidcSso; auth: AuthService; publicUrl: st
         description:
           'Exchanges the code, links or provisions the local user and starts a session (cookie). Redirects to the ' +
           'path given at login, or answers with the login response of the deployment’s mode.',
-        tags: TAGS,
         access: 'public',
         request: {
           query: z.object({
@@ -88,15 +94,7 @@ export function ssoRoutes(deps: { sso: OidcSso; auth: AuthService; publicUrl: st
           // The browser gets a session cookie in either mode; token mode also answers with tokens.
           setSessionCookie(req, res, result.session, publicUrl);
           if (returnTo) return redirect(res, returnTo);
-          if (result.tokens) {
-            return {
-              access_token: result.tokens.accessToken,
-              refresh_token: result.tokens.refreshToken,
-              token_type: 'Bearer' as const,
-              expires_in: result.tokens.expiresIn,
-              user: loginUser(result.user),
-            };
-          }
+          if (result.tokens) return { ...tokenBody(result.tokens), user: loginUser(result.user) };
           return {
             session_id: result.session.id,
             user: loginUser(result.user),
@@ -109,8 +107,6 @@ export function ssoRoutes(deps: { sso: OidcSso; auth: AuthService; publicUrl: st
         path: '/logout',
         operationId: 'ssoLogout',
         summary: 'End the session here and at the identity provider',
-        tags: TAGS,
-        access: 'authenticated',
         responses: {
           200: {
             description: 'Logged out here; the provider has no end-session endpoint',

@@ -148,14 +148,13 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
   return {
     prefix: '/api/v1/users',
     area: 'data-subject',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'get',
         path: '/me/data',
         operationId: 'getMyData',
         summary: 'Everything the service keeps about you (right of access)',
-        tags: TAGS,
-        access: 'authenticated',
         responses: { 200: { description: 'Your data', schema: DataExport } },
         handler: ({ req }) => dataSubject.exportData(personOf(req).userId),
       }),
@@ -168,8 +167,6 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
           'The same data as GET /me/data: `format=json` is the DataExport document; `format=csv` has the ' +
           'columns section, record, field, value (one row per field; cells a spreadsheet would run as a formula ' +
           'start with an apostrophe). Every download is recorded in the audit log.',
-        tags: TAGS,
-        access: 'authenticated',
         request: { query: z.object({ format: z.enum(['json', 'csv']).default('json') }) },
         responses: {
           200: { description: 'The file (application/json or text/csv), as an attachment', schema: DataExport },
@@ -198,8 +195,6 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
         operationId: 'updateMyProfile',
         summary: 'Correct your profile (right to rectification)',
         description: 'Name, email and preferences; each optional. A changed email is unverified until confirmed.',
-        tags: TAGS,
-        access: 'authenticated',
         request: { body: ProfileUpdate },
         responses: {
           200: { description: 'The profile as stored now', schema: UpdatedProfile },
@@ -227,8 +222,6 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
           'conversations, preferences, authorization tuples and consents; audit-log entries are kept with your id ' +
           'replaced by a keyed hash. A failure part-way answers 500 naming the step; repeating the request ' +
           'completes the erasure.',
-        tags: TAGS,
-        access: 'authenticated',
         request: {
           query: z.object({ confirm: z.string().max(16).optional().describe('Must be true') }),
         },
@@ -255,8 +248,6 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
         operationId: 'recordMyConsent',
         summary: 'Grant or withdraw a consent',
         description: 'Every decision is kept, with its time, address and user agent; the latest per type applies.',
-        tags: TAGS,
-        access: 'authenticated',
         request: { body: ConsentRequest },
         responses: {
           200: { description: 'Your consents now', schema: ConsentState },
@@ -270,8 +261,6 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
         path: '/me/consent',
         operationId: 'getMyConsents',
         summary: 'Your consents',
-        tags: TAGS,
-        access: 'authenticated',
         responses: { 200: { description: 'Your consents', schema: ConsentState } },
         handler: ({ req }) => dataSubject.consents(personOf(req).userId),
       }),

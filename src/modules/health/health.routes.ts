@@ -105,7 +105,6 @@ export function healthRoutes(deps: HealthDeps): RouteGroup {
       operationId: 'getHealth',
       summary: 'Overall health',
       description: '200 when every component is healthy; 503 when the service is degraded or unhealthy.',
-      tags: TAGS,
       access: 'public',
       responses: {
         200: { description: 'All components healthy', schema: HealthResponse },
@@ -130,7 +129,6 @@ export function healthRoutes(deps: HealthDeps): RouteGroup {
       path: '/ready',
       operationId: 'getReadiness',
       summary: 'Readiness: may this instance take traffic?',
-      tags: TAGS,
       access: 'public',
       responses: {
         200: { description: 'Every critical dependency is available', schema: ReadyResponse },
@@ -162,7 +160,6 @@ export function healthRoutes(deps: HealthDeps): RouteGroup {
       path: '/live',
       operationId: 'getLiveness',
       summary: 'Liveness: is the process able to make progress?',
-      tags: TAGS,
       access: 'public',
       responses: {
         200: { description: 'Alive', schema: LiveResponse },
@@ -181,7 +178,6 @@ export function healthRoutes(deps: HealthDeps): RouteGroup {
       path: '/startup',
       operationId: 'getStartup',
       summary: 'Start-up progress',
-      tags: TAGS,
       access: 'public',
       responses: {
         200: { description: 'Start-up complete', schema: StartupResponse },
@@ -206,7 +202,6 @@ export function healthRoutes(deps: HealthDeps): RouteGroup {
       operationId: 'getDependencies',
       summary: 'Every dependency with its status, timing and details',
       description: 'Always 200: the body says which dependencies are unhealthy.',
-      tags: TAGS,
       access: 'public',
       responses: { 200: { description: 'Dependency reports', schema: DependenciesResponse } },
       handler: async () => {
@@ -218,7 +213,7 @@ export function healthRoutes(deps: HealthDeps): RouteGroup {
       },
     }),
   ];
-  return { prefix: '/health', area: 'envelope', routes };
+  return { prefix: '/health', area: 'envelope', tags: TAGS, routes };
 }
 
 /** The health of one listener's own dependencies (playground, builder): 503 with `unhealthy` when one is down. */
@@ -241,6 +236,7 @@ export function playgroundHealthRoutes(deps: HealthDeps): RouteGroup {
   return {
     prefix: '/api/playground',
     area: 'envelope',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'get',
@@ -264,6 +260,7 @@ export function builderHealthRoutes(deps: HealthDeps): RouteGroup {
   return {
     prefix: '/api/builder',
     area: 'envelope',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'get',

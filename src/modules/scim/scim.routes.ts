@@ -152,8 +152,6 @@ function discoveryRoutes(
       path: `/${plural}`,
       operationId: `scimList${plural}`,
       summary: docs.summary,
-      tags: TAGS,
-      access: 'authenticated',
       responses: { 200: { description: plural, schema: ScimDocumentList, ...JSON_OUT }, ...errors },
       handler: async ({ req }) => {
         await context(req);
@@ -165,8 +163,6 @@ function discoveryRoutes(
       path: `/${plural}/:${param}`,
       operationId: `scimGet${one}`,
       summary: docs.oneSummary,
-      tags: TAGS,
-      access: 'authenticated',
       request: { params: z.object({ [param]: z.string().max(docs.maxLength) }) },
       responses: {
         200: { description: one, schema: ScimDocument, ...JSON_OUT },
@@ -279,8 +275,6 @@ function resourceRoutes(
       operationId: `scimList${plural}`,
       summary: `${plural}, filtered, sorted and paged`,
       description: docs.listDescription,
-      tags: TAGS,
-      access: 'authenticated',
       request: { query: ListQuerySchema },
       responses: listed,
       handler: ({ query, req }) => read(req, () => endpoint.list(listQuery(query))),
@@ -290,8 +284,6 @@ function resourceRoutes(
       path: `/${plural}/.search`,
       operationId: `scimSearch${plural}`,
       summary: `${plural}, by a SearchRequest body (RFC 7644 §3.4.3)`,
-      tags: TAGS,
-      access: 'authenticated',
       request: { body: ScimSearchRequest, bodyContentTypes: SCIM_BODY_TYPES },
       responses: listed,
       handler: ({ body, req }) => read(req, () => endpoint.list(searchQuery(body))),
@@ -302,8 +294,6 @@ function resourceRoutes(
       operationId: `scimCreate${type}`,
       summary: `Provision a ${noun}`,
       description: docs.create.description,
-      tags: TAGS,
-      access: 'authenticated',
       request: { body: docs.request, bodyContentTypes: SCIM_BODY_TYPES },
       responses: {
         201: { description: 'Created; Location names it', schema: docs.resource, ...JSON_OUT },
@@ -321,8 +311,6 @@ function resourceRoutes(
       path: one,
       operationId: `scimGet${type}`,
       summary: `One ${noun}`,
-      tags: TAGS,
-      access: 'authenticated',
       request: { params, query: ProjectionQuery },
       responses: { 200: found, ...errors, 404: { description: `No such ${noun} (scimType notFound)` } },
       handler: ({ params, query, req }) => read(req, () => endpoint.get(idOf(params), projectionOf(query))),
@@ -339,8 +327,6 @@ function resourceRoutes(
         path: one,
         operationId: `scim${verb}${type}`,
         ...text,
-        tags: TAGS,
-        access: 'authenticated',
         request: { params, body: request, bodyContentTypes: SCIM_BODY_TYPES },
         responses: { 200: found, ...errors, ...missing, ...taken },
         handler: async ({ params, body, req }) => scim(200, await change(await context(req), idOf(params), body)),
@@ -352,8 +338,6 @@ function resourceRoutes(
       operationId: `scimDelete${type}`,
       summary: docs.delete.summary,
       ...(docs.delete.description !== undefined && { description: docs.delete.description }),
-      tags: TAGS,
-      access: 'authenticated',
       request: { params },
       responses: { 204: { description: docs.delete.done }, ...errors, ...missing },
       handler: async ({ params, req }) => {
@@ -375,6 +359,7 @@ export function scimRoutes(service: ScimService): RouteGroup {
   return {
     prefix: '/scim/v2',
     area: 'scim',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'get',
@@ -382,8 +367,6 @@ export function scimRoutes(service: ScimService): RouteGroup {
         operationId: 'scimGetServiceProviderConfig',
         summary: 'SCIM features this service supports',
         description: 'Patch, bulk (maxOperations, maxPayloadSize), filter (maxResults), sort, password change.',
-        tags: TAGS,
-        access: 'authenticated',
         responses: { 200: { description: 'ServiceProviderConfig', schema: ScimDocument, ...JSON_OUT }, ...errors },
         handler: async ({ req }) => {
           await context(req);
@@ -429,8 +412,6 @@ export function scimRoutes(service: ScimService): RouteGroup {
         summary: 'Several creates, replaces, patches and deletes in one request',
         description:
           'Each operation succeeds or fails on its own. maxOperations and maxPayloadSize are in /ServiceProviderConfig.',
-        tags: TAGS,
-        access: 'authenticated',
         request: { body: ScimBulkRequest, bodyContentTypes: SCIM_BODY_TYPES },
         responses: {
           200: {

@@ -80,6 +80,7 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
   const management: RouteGroup = {
     prefix: '/api/v1/service-principals',
     area: 'envelope',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'post',
@@ -90,8 +91,6 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
           'The caller becomes its owner. The client secret is returned once; only its hash is kept. ' +
           'associated_user_id (service_account_user mode only) may name the caller; an administrator may name any ' +
           'active user.',
-        tags: TAGS,
-        access: 'authenticated',
         request: { body: CreateServicePrincipal },
         responses: {
           201: { description: 'Created', schema: CreatedServicePrincipal },
@@ -123,8 +122,6 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
         operationId: 'listServicePrincipals',
         summary: 'The service principals you own',
         description: 'Never includes secrets. The total count is in the X-Total-Count header.',
-        tags: TAGS,
-        access: 'authenticated',
         request: {
           query: z.object({
             page: z.coerce.number().int().min(1).default(1),
@@ -148,8 +145,6 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
         path: '/:service_id',
         operationId: 'getServicePrincipal',
         summary: 'One service principal',
-        tags: TAGS,
-        access: 'authenticated',
         request: { params: idParams },
         responses: {
           200: { description: 'The principal', schema: ServicePrincipal },
@@ -164,8 +159,6 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
         operationId: 'rotateServicePrincipalSecret',
         summary: 'Replace the client secret',
         description: 'The old secret stops working at once, or after grace_period_hours.',
-        tags: TAGS,
-        access: 'authenticated',
         request: {
           params: idParams,
           body: z.object({ grace_period_hours: z.number().int().min(0).max(168).default(0) }),
@@ -197,8 +190,6 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
         description:
           'The principal becomes a service_account_user principal acting for the user. A caller may associate ' +
           'themselves; an administrator may associate any active user.',
-        tags: TAGS,
-        access: 'authenticated',
         request: {
           params: idParams,
           query: z.object({
@@ -229,8 +220,6 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
         path: '/:service_id',
         operationId: 'deleteServicePrincipal',
         summary: 'Delete a service principal (irreversible)',
-        tags: TAGS,
-        access: 'authenticated',
         request: { params: idParams },
         responses: {
           204: { description: 'Deleted' },
@@ -248,6 +237,7 @@ export function servicePrincipalRoutes(principals: ServicePrincipalsService): Ro
   const token: RouteGroup = {
     prefix: '/auth/token',
     area: 'envelope',
+    tags: TAGS,
     routes: [
       defineRoute({
         method: 'post',
