@@ -1,5 +1,7 @@
 import js from '@eslint/js';
 import prettier from 'eslint-config-prettier';
+import reactHooks from 'eslint-plugin-react-hooks';
+import globals from 'globals';
 import tseslint from 'typescript-eslint';
 
 export default tseslint.config(
@@ -29,12 +31,22 @@ export default tseslint.config(
     files: ['eslint.config.js', 'vitest.config.ts', '.dependency-cruiser.cjs'],
     ...tseslint.configs.disableTypeChecked,
   },
+  // The web apps run in the browser, built by Vite; their React hooks follow the rules of hooks.
+  {
+    files: ['web/**/*.{ts,tsx}'],
+    ignores: ['web/*/vite.config.ts'],
+    ...reactHooks.configs.flat.recommended,
+    languageOptions: { globals: globals.browser },
+  },
   // dependency-cruiser reads a CommonJS module.
   {
     files: ['.dependency-cruiser.cjs'],
     languageOptions: { sourceType: 'commonjs', globals: { module: 'writable' } },
   },
   // Tool configuration files must default-export their config.
-  { files: ['eslint.config.js', 'vitest.config.ts'], rules: { 'no-restricted-syntax': 'off' } },
+  {
+    files: ['eslint.config.js', 'vitest.config.ts', 'web/*/vite.config.ts'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
   prettier,
 );

@@ -7,6 +7,7 @@ import * as m0005 from './0005_audit_log.js';
 import * as m0006 from './0006_scim.js';
 import * as m0007 from './0007_data_subject.js';
 import * as m0009 from './0009_conversation_search.js';
+import * as m0010 from './0010_playground.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -22,4 +23,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0006_scim': m0006,
   '0007_data_subject': m0007,
   '0009_conversation_search': m0009,
+  '0010_playground': m0010,
 };

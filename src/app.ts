@@ -83,6 +83,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     config,
     core: services.mcp.core,
     chat: services.agent.chat,
+    playground: services.playground,
     lifecycle,
     logger,
     resolveCaller,
@@ -100,6 +101,9 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   });
   http.listeners.get('main')!.server.on('upgrade', (req, socket, head) => {
     if (!wires.websocket.handleUpgrade(req, socket, head)) socket.destroy();
+  });
+  http.listeners.get('playground')!.server.on('upgrade', (req, socket, head) => {
+    if (!wires.playgroundSocket.handleUpgrade(req, socket, head)) socket.destroy();
   });
 
   const { health: probes, startup } = health.service;
@@ -177,6 +181,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         await starting?.catch(() => undefined);
         await health.stop?.();
         for (const module of [...modules].reverse()) await module.stop?.();
+        await infrastructure.telemetry.shutdown().catch((err: unknown) => logger.warn({ err }, 'span export failed'));
         if (redis) await redis.quit().catch(() => redis.disconnect());
         await db.destroy();
         lifecycle.markStopped();

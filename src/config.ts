@@ -106,6 +106,11 @@ const envSchema = z.object({
   STDIO_USER: z.string().min(1).max(254).optional(),
   STDIO_API_KEY: z.string().min(1).max(256).optional(),
   SEARCH_URL: optionalUrl,
+  OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
+  OTEL_SERVICE_NAME: z.string().min(1).max(128).default('agent-service'),
+  PLAYGROUND_MAX_MESSAGE_CHARS: positiveInt(32_000),
+  PLAYGROUND_WS_AUTH_TIMEOUT_MS: positiveInt(5_000),
+  PLAYGROUND_WS_HEARTBEAT_MS: positiveInt(25_000),
   LOG_LEVEL: z.enum(LOG_LEVELS).default('info'),
   BODY_LIMIT_BYTES: positiveInt(1_048_576),
   SHUTDOWN_TIMEOUT_MS: positiveInt(5_000),
@@ -195,6 +200,16 @@ export interface Config {
   };
   /** A SearXNG instance for `search_web`; without it the service searches its own conversations. */
   searchUrl: string | undefined;
+  /** OpenTelemetry: spans are kept for the playground, and exported over OTLP/HTTP when an endpoint is set. */
+  telemetry: { serviceName: string; otlpEndpoint: string | undefined };
+  playground: {
+    /** The longest chat message accepted (characters). */
+    maxMessageChars: number;
+    /** How long a playground WebSocket may stay open without its `auth` message. */
+    wsAuthTimeoutMs: number;
+    /** How often the server pings a playground WebSocket. */
+    wsHeartbeatMs: number;
+  };
   logLevel: (typeof LOG_LEVELS)[number];
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
@@ -339,6 +354,12 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
       },
     },
     searchUrl: env.SEARCH_URL,
+    telemetry: { serviceName: env.OTEL_SERVICE_NAME, otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT },
+    playground: {
+      maxMessageChars: env.PLAYGROUND_MAX_MESSAGE_CHARS,
+      wsAuthTimeoutMs: env.PLAYGROUND_WS_AUTH_TIMEOUT_MS,
+      wsHeartbeatMs: env.PLAYGROUND_WS_HEARTBEAT_MS,
+    },
     logLevel: env.LOG_LEVEL,
     bodyLimitBytes: env.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,

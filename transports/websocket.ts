@@ -13,7 +13,7 @@ import {
   UnauthorizedError,
   toAppError,
 } from '../src/errors.js';
-import { rawHttpResponse, renderError } from '../src/http/render-errors.js';
+import { type ErrorArea, rawHttpResponse, renderError } from '../src/http/render-errors.js';
 import type { Lifecycle } from '../src/lifecycle.js';
 import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
@@ -150,7 +150,7 @@ function offeredSubprotocols(headers: IncomingHttpHeaders): string[] {
 }
 
 /** The refusals `ws` would otherwise write itself, in its own shape: answered here in the wire's shape instead. */
-function checkHandshake(req: IncomingMessage): void {
+export function checkHandshake(req: IncomingMessage): void {
   if (req.method !== 'GET')
     throw new BadRequestError('A WebSocket upgrade must be a GET request', { code: CommonErrorCode.BadRequest });
   if (req.headers.upgrade?.toLowerCase() !== 'websocket')
@@ -198,14 +198,32 @@ function credentialOf(req: IncomingMessage): UpgradeCredential {
   return { via: 'headers', headers: { ...headers, authorization: `Bearer ${token}` } };
 }
 
+/** Answers a refused upgrade with the HTTP renderer's status, body and headers, then closes the connection. */
+export function refuseUpgrade(
+  socket: Duplex,
+  thrown: unknown,
+  options: { area: ErrorArea; url: string; requestId: string; logger: Logger; wwwAuthenticate?: string },
+): void {
+  const { requestId, logger } = options;
+  const error = toAppError(thrown);
+  const rendered = renderError(options.area, error, requestId, options.wwwAuthenticate);
+  rendered.headers['X-Request-Id'] = requestId;
+  const fields = { req: { id: requestId }, url: options.url, status: rendered.status, code: error.code };
+  if (rendered.status >= 500 && !(error instanceof ServiceUnavailableError))
+    logger.error({ ...fields, err: error.cause ?? error }, 'websocket upgrade failed');
+  else logger.warn(fields, `websocket upgrade refused: ${error.message}`);
+  if (socket.writable) socket.end(rawHttpResponse(rendered));
+  else socket.destroy();
+}
+
 /** The client's `X-Request-Id` when it is sane, else a new one: refusals and their log lines carry it. */
-function requestIdOf(req: IncomingMessage): string {
+export function requestIdOf(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
   return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
 }
 
 /** The token of a first message `{"type":"auth","token":"…"}`, if that is what it is. */
-function authTokenOf(data: Buffer): string | undefined {
+export function authTokenOf(data: Buffer): string | undefined {
   let message: unknown;
   try {
     message = JSON.parse(data.toString('utf8'));
@@ -217,7 +235,7 @@ function authTokenOf(data: Buffer): string | undefined {
   return type === 'auth' && typeof token === 'string' && TOKEN.test(token) ? token : undefined;
 }
 
-function closeCodeFor(status: number): number {
+export function closeCodeFor(status: number): number {
   if (status === 401) return CLOSE_CODES.unauthenticated;
   if (status === 403) return CLOSE_CODES.forbidden;
   if (status === 429) return CLOSE_CODES.rateLimited;
@@ -341,17 +359,14 @@ export class WebSocketEndpoint {
     }
   }
 
-  /** Answers a refused upgrade with the HTTP renderer's status, body and headers, then closes the connection. */
   #refuse(socket: Duplex, thrown: unknown, requestId: string): void {
-    const error = toAppError(thrown);
-    const rendered = renderError('mcp', error, requestId, this.deps.wwwAuthenticate);
-    rendered.headers['X-Request-Id'] = requestId;
-    const fields = { req: { id: requestId }, url: WEBSOCKET_PATH, status: rendered.status, code: error.code };
-    if (rendered.status >= 500 && !(error instanceof ServiceUnavailableError))
-      this.deps.logger.error({ ...fields, err: error.cause ?? error }, 'websocket upgrade failed');
-    else this.deps.logger.warn(fields, `websocket upgrade refused: ${error.message}`);
-    if (socket.writable) socket.end(rawHttpResponse(rendered));
-    else socket.destroy();
+    refuseUpgrade(socket, thrown, {
+      area: 'mcp',
+      url: WEBSOCKET_PATH,
+      requestId,
+      logger: this.deps.logger,
+      ...(this.deps.wwwAuthenticate && { wwwAuthenticate: this.deps.wwwAuthenticate }),
+    });
   }
 
   /**

@@ -2,7 +2,16 @@ import { Annotation, END, type LangGraphRunnableConfig, START, StateGraph } from
 import type { ChatMessage, LlmProvider, ToolCall, ToolSpec, Usage } from '../src/adapters/llm/port.js';
 import type { Logger } from '../src/logger.js';
 import type { ToolExecutor } from '../src/mcp/tools.js';
-import { type Agent, type AgentEvent, type AgentTurn, toUsage } from '../src/modules/agent/index.js';
+import type { Tracer } from '@opentelemetry/api';
+import {
+  type Agent,
+  type AgentEvent,
+  type AgentTurn,
+  NO_TRACER,
+  inModelSpan,
+  inToolSpan,
+  toUsage,
+} from '../src/modules/agent/index.js';
 import { subjectOf } from '../src/ports/subjects.js';
 import { type ConversationsService, type NewMessage, toChatMessage } from '../src/modules/conversations/index.js';
 import type { Checkpointer } from './checkpointer.js';
@@ -53,29 +62,42 @@ export interface AgentDeps {
   tools: ToolExecutor;
   checkpointer: Checkpointer;
   logger: Logger;
+  /** Records a span per model call and per tool call (none without one). */
+  tracer?: Tracer;
 }
 
 /** Builds this turn's graph: the model node and the tool node in a loop, bounded by the turn's step budget. */
 function buildGraph(deps: AgentDeps, turn: AgentTurn, tools: ToolSpec[], maxSteps: number) {
   const emit = (config: LangGraphRunnableConfig, event: Emitted) => config.writer?.(event);
   const offered = new Set(tools.map((t) => t.name));
+  const tracer = deps.tracer ?? NO_TRACER;
+  const model = { provider: deps.llm.provider, model: deps.llm.model };
 
-  const model = async (state: State, config: LangGraphRunnableConfig): Promise<Update> => {
+  const callModel = async (state: State, config: LangGraphRunnableConfig): Promise<Update> => {
     const offerTools = tools.length > 0 && state.steps < maxSteps;
     let text = '';
     let calls: ToolCall[] = [];
-    let usage = ZERO;
-    for await (const event of deps.llm.stream({
-      messages: [{ role: 'system', content: SYSTEM_PROMPT }, ...state.messages],
-      ...(offerTools && { tools }),
-      ...(turn.signal && { signal: turn.signal }),
-    })) {
-      if (event.type === 'delta') {
-        text += event.text;
-        emit(config, { type: 'delta', text: event.text });
-      } else if (event.type === 'tool_calls') calls = event.calls;
-      else usage = event.usage;
-    }
+    const { usage } = await inModelSpan(
+      tracer,
+      turn.traceContext,
+      model,
+      async () => {
+        let usage = ZERO;
+        for await (const event of deps.llm.stream({
+          messages: [{ role: 'system', content: SYSTEM_PROMPT }, ...state.messages],
+          ...(offerTools && { tools }),
+          ...(turn.signal && { signal: turn.signal }),
+        })) {
+          if (event.type === 'delta') {
+            text += event.text;
+            emit(config, { type: 'delta', text: event.text });
+          } else if (event.type === 'tool_calls') calls = event.calls;
+          else usage = event.usage;
+        }
+        return { usage };
+      },
+      turn.signal,
+    );
     // A model may ask for tools it was not offered (past the step budget, or in chat mode); acting on that would
     // let it loop until the recursion limit fails the whole turn, so its text is the answer.
     if (!offerTools) calls = [];
@@ -97,11 +119,12 @@ function buildGraph(deps: AgentDeps, turn: AgentTurn, tools: ToolSpec[], maxStep
         results.push({ role: 'tool', content, toolCallId: call.id, name: call.name });
         continue;
       }
-      const result = await deps.tools.execute(
-        call.name,
-        call.arguments,
-        turn.caller,
-        turn.signal ? { signal: turn.signal } : {},
+      const result = await inToolSpan(
+        tracer,
+        turn.traceContext,
+        { name: call.name, callId: call.id },
+        () => deps.tools.execute(call.name, call.arguments, turn.caller, turn.signal ? { signal: turn.signal } : {}),
+        turn.signal,
       );
       const content = resultText(result);
       emit(config, { type: 'tool_result', name: call.name, content, isError: result.isError === true });
@@ -111,7 +134,7 @@ function buildGraph(deps: AgentDeps, turn: AgentTurn, tools: ToolSpec[], maxStep
   };
 
   return new StateGraph(AgentState)
-    .addNode('model', model)
+    .addNode('model', callModel)
     .addNode('tools', runTools)
     .addEdge(START, 'model')
     .addConditionalEdges(

@@ -20,7 +20,10 @@ import { memorySessionStoreHealthCheck, redisSessionStoreHealthCheck } from '../
 import { createMemorySessionStore } from '../adapters/session-store/memory.js';
 import type { SessionStore } from '../adapters/session-store/port.js';
 import { createRedisSessionStore } from '../adapters/session-store/redis.js';
+import { createTelemetry } from '../adapters/telemetry/otel.js';
+import type { Telemetry } from '../adapters/telemetry/port.js';
 import type { Config } from '../config.js';
+import { SERVICE_VERSION } from '../version.js';
 import { type Db, createDb } from '../db/create-db.js';
 import { databaseHealthCheck } from '../db/health.js';
 import type { Logger } from '../logger.js';
@@ -42,6 +45,8 @@ export interface Infrastructure {
   llm: LlmProvider;
   /** Web search; the embedded default searches the documentation and the caller's conversations. */
   search(conversations: ConversationSearcher): WebSearch;
+  /** OpenTelemetry: this app's tracer, exported over OTLP when configured. */
+  telemetry: Telemetry;
   /** The checks of every dependency built here (database, session store, authorization, identity, LLM). */
   healthChecks: HealthCheck[];
 }
@@ -75,9 +80,15 @@ export function buildInfrastructure(config: Config, deps: { logger: Logger; now:
           ...(config.llm.apiKey && { apiKey: config.llm.apiKey }),
         })
       : createOfflineLlm();
+  const telemetry = createTelemetry({
+    serviceName: config.telemetry.serviceName,
+    serviceVersion: SERVICE_VERSION,
+    ...(config.telemetry.otlpEndpoint && { otlpEndpoint: config.telemetry.otlpEndpoint }),
+  });
   return {
     db,
     redis,
+    telemetry,
     stores,
     authz,
     llm,

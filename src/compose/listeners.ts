@@ -19,8 +19,8 @@ export interface ListenerDeps {
   wwwAuthenticate: string;
   /** Every module whose routes the listeners serve (health's open routes included). */
   modules: Module<unknown>[];
-  /** Route groups that are not a module's: the MCP wires, on the main listener. */
-  wires: RouteGroup[];
+  /** Route groups that are not a module's: the wires, by listener. */
+  wires: Partial<Record<ListenerName, RouteGroup[]>>;
 }
 
 /**
@@ -35,10 +35,16 @@ export function buildListeners(deps: ListenerDeps) {
   const groups: Record<ListenerName, { alwaysOn: RouteGroup[]; gated: RouteGroup[] }> = {
     main: {
       alwaysOn: [...routes('main', 'openRoutes'), metricsRoutes(base.metrics)],
-      gated: [...routes('main', 'routes'), ...deps.wires],
+      gated: [...routes('main', 'routes'), ...(deps.wires.main ?? [])],
     },
-    playground: { alwaysOn: routes('playground', 'openRoutes'), gated: routes('playground', 'routes') },
-    builder: { alwaysOn: routes('builder', 'openRoutes'), gated: routes('builder', 'routes') },
+    playground: {
+      alwaysOn: routes('playground', 'openRoutes'),
+      gated: [...routes('playground', 'routes'), ...(deps.wires.playground ?? [])],
+    },
+    builder: {
+      alwaysOn: routes('builder', 'openRoutes'),
+      gated: [...routes('builder', 'routes'), ...(deps.wires.builder ?? [])],
+    },
   };
 
   const listeners = new Map<ListenerName, HttpListener>();
@@ -65,7 +71,10 @@ export function buildListeners(deps: ListenerDeps) {
       wwwAuthenticate: deps.wwwAuthenticate,
       alwaysOn: groups[name].alwaysOn,
       groups: groups[name].gated,
-      extra: name === 'main' ? [docsRoutes(openApiDocument)] : [],
+      extra: [
+        ...(name === 'main' ? [docsRoutes(openApiDocument)] : []),
+        ...modules.flatMap((module) => module.pages?.[name] ?? []),
+      ],
     });
     listeners.set(name, new HttpListener(name, app));
   }

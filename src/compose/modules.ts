@@ -10,6 +10,7 @@ import { KeyEncryption, createAuthModule } from '../modules/auth/index.js';
 import { createConversationsModule } from '../modules/conversations/index.js';
 import { type ErasureStep, createDataSubjectModule } from '../modules/data-subject/index.js';
 import { createHealthModule } from '../modules/health/index.js';
+import { createPlaygroundModule } from '../modules/playground/index.js';
 import { createScimModule } from '../modules/scim/index.js';
 import { createServicePrincipalsModule } from '../modules/service-principals/index.js';
 import { createSystemModule } from '../modules/system/index.js';
@@ -18,6 +19,8 @@ import { createVersionModule } from '../modules/version/index.js';
 import type { Module } from '../ports/module.js';
 import { userObject } from '../ports/subjects.js';
 import type { Metrics } from '../http/metrics.js';
+import { builtWebRoot } from '../http/static-site.js';
+import { SERVICE_VERSION } from '../version.js';
 import { TOOLS } from '../../tools/index.js';
 import { createAgent } from '../../workflows/agent.js';
 import { createCheckpointer } from '../../workflows/checkpointer.js';
@@ -109,12 +112,16 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
 
   // The MCP policy admits chat turns; the MCP tools are what the agent may call (bound once both exist).
   const policy = new McpPolicy({ authz, counters: stores.counters, limits: config.mcp, now });
+  const model = { provider: llm.provider, model: llm.model };
+  const { tracer } = infrastructure.telemetry;
   const agent = createAgentModule({
     admission: policy,
+    tracer,
+    model,
     build: async () => {
       const checkpointer = await createCheckpointer(db);
       const tools = mcp.service.tools;
-      const graph = createAgent({ llm, conversations: conversations.service, tools, checkpointer, logger });
+      const graph = createAgent({ llm, conversations: conversations.service, tools, checkpointer, logger, tracer });
       return { agent: graph, deleteThread: (threadId) => checkpointer.deleteThread(threadId) };
     },
     threadsOf: (userId) => conversations.service.idsOwnedBy(userObject(userId)),
@@ -128,7 +135,36 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     logger,
   });
 
-  const contributors: Module<unknown>[] = [users, audit, auth, apiKeys, principals, scim, conversations, agent, mcp];
+  const playground = createPlaygroundModule({
+    db: db.kysely,
+    chat: agent.service.chat,
+    telemetry: infrastructure.telemetry,
+    logger,
+    now,
+    maxMessageChars: config.playground.maxMessageChars,
+    webRoot: builtWebRoot('playground'),
+    settings: () => ({
+      version: SERVICE_VERSION,
+      auth_mode: config.auth.mode,
+      sso: config.auth.oidc ? { enabled: true, login_url: `${config.publicUrl}/auth/sso/login` } : { enabled: false },
+      llm_provider: llm.provider,
+      model: llm.model,
+      max_message_chars: config.playground.maxMessageChars,
+    }),
+  });
+
+  const contributors: Module<unknown>[] = [
+    users,
+    audit,
+    auth,
+    apiKeys,
+    principals,
+    scim,
+    conversations,
+    agent,
+    mcp,
+    playground,
+  ];
   const dataSubject = createDataSubjectModule({
     db: db.kysely,
     users: users.service,
@@ -154,6 +190,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     conversations: conversations.service,
     agent: agent.service,
     mcp: mcp.service,
+    playground: playground.service,
     dataSubject: dataSubject.service,
   };
   /**

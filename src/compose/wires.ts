@@ -5,6 +5,9 @@ import type { Lifecycle } from '../lifecycle.js';
 import type { Logger } from '../logger.js';
 import type { McpCore } from '../mcp/core.js';
 import type { ChatTurnService } from '../modules/agent/index.js';
+import type { PlaygroundService } from '../modules/playground/index.js';
+import type { ListenerName } from '../http/listener.js';
+import { PlaygroundSocketEndpoint, playgroundChatRoutes } from '../../transports/playground.js';
 import { restRoutes } from '../../transports/rest.js';
 import { LegacySseConnections } from '../../transports/sse.js';
 import { StreamableHttpSessions } from '../../transports/streamable-http.js';
@@ -14,6 +17,7 @@ export interface WireDeps {
   config: Config;
   core: McpCore;
   chat: ChatTurnService;
+  playground: PlaygroundService;
   lifecycle: Lifecycle;
   logger: Logger;
   resolveCaller: CallerResolver;
@@ -22,7 +26,10 @@ export interface WireDeps {
   wwwAuthenticate: string;
 }
 
-/** The MCP core on every network wire: REST, streamable HTTP, legacy SSE and WebSocket. */
+/**
+ * The network wires: the MCP core over REST, streamable HTTP, legacy SSE and WebSocket (main listener), and the
+ * playground's chat over JSON, server-sent events and WebSocket (playground listener).
+ */
 export function buildMcpWires(deps: WireDeps) {
   const { config, core, lifecycle, logger } = deps;
   const streamable = new StreamableHttpSessions({
@@ -42,12 +49,24 @@ export function buildMcpWires(deps: WireDeps) {
     maxPayloadBytes: config.bodyLimitBytes,
     wwwAuthenticate: deps.wwwAuthenticate,
   });
-  const routes: RouteGroup[] = [
-    ...restRoutes({ core, chat: deps.chat, lifecycle }),
-    streamable.routes(),
-    ...sse.routes(),
-  ];
-  return { streamable, sse, websocket, routes };
+  const playgroundWire = {
+    playground: deps.playground,
+    policy: core.policy,
+    metrics: core.metrics,
+    lifecycle,
+    logger,
+    resolveCaller: deps.resolveCaller,
+    originAllowed: deps.originAllowed,
+    maxMessageChars: config.playground.maxMessageChars,
+    authTimeoutMs: config.playground.wsAuthTimeoutMs,
+    heartbeatMs: config.playground.wsHeartbeatMs,
+  };
+  const playgroundSocket = new PlaygroundSocketEndpoint(playgroundWire);
+  const routes: Partial<Record<ListenerName, RouteGroup[]>> = {
+    main: [...restRoutes({ core, chat: deps.chat, lifecycle }), streamable.routes(), ...sse.routes()],
+    playground: [playgroundChatRoutes(playgroundWire)],
+  };
+  return { streamable, sse, websocket, playgroundSocket, routes };
 }
 
 export type McpWires = ReturnType<typeof buildMcpWires>;

@@ -11,6 +11,12 @@ import type {
   ScimUserValuesTable,
   ScimUsersTable,
 } from '../modules/scim/scim.tables.js';
+import type {
+  PlaygroundLogsTable,
+  PlaygroundMessagesTable,
+  PlaygroundSessionsTable,
+  PlaygroundSpansTable,
+} from '../modules/playground/playground.tables.js';
 import type { ServicePrincipalsTable } from '../modules/service-principals/service-principals.tables.js';
 import type { SystemSettingsTable } from '../modules/system/system.tables.js';
 import type { GroupMembersTable, GroupsTable, UserIdentitiesTable, UsersTable } from '../modules/users/users.tables.js';
@@ -37,4 +43,8 @@ export interface Database {
   scim_user_addresses: ScimUserAddressesTable;
   scim_groups: ScimGroupsTable;
   scim_suspended_tuples: ScimSuspendedTuplesTable;
+  playground_sessions: PlaygroundSessionsTable;
+  playground_messages: PlaygroundMessagesTable;
+  playground_spans: PlaygroundSpansTable;
+  playground_logs: PlaygroundLogsTable;
 }

@@ -105,6 +105,8 @@ function describe(status: number, declared: ResponseSpec | undefined, reasons: s
   return declared ? `${declared.description}. Also when ${when}` : `${STATUS_TEXT[status] ?? 'Error'}: ${when}`;
 }
 
+const MAIN_SERVER = { url: '/', description: 'Main service' };
+
 function operationFor(route: RouteDefinition, mounting: RouteMounting, serverUrl: string | undefined) {
   const responses: Record<string, ZodOpenApiResponseObject> = {};
   const framework = frameworkResponses(route, mounting);
@@ -173,6 +175,12 @@ export function buildOpenApiDocument(listeners: DocumentedListener[]): ReturnTyp
         const tagged = { ...route, tags: route.tags ?? group.tags ?? [] };
         const operation = operationFor(tagged, { area: areas.areaFor(served), gated }, listener.serverUrl);
         const path = toOpenApiPath(served);
+        // A route served on several listeners (sign-in) is described once, with each listener as a server.
+        const described = paths[path]?.[route.method];
+        if (described) {
+          described.servers = [...(described.servers ?? [MAIN_SERVER]), ...(operation.servers ?? [MAIN_SERVER])];
+          continue;
+        }
         paths[path] = { ...paths[path], [route.method]: operation };
       }
     }
@@ -187,7 +195,7 @@ export function buildOpenApiDocument(listeners: DocumentedListener[]): ReturnTyp
         'provisioning, data-subject rights, health probes, a chat playground and a workflow builder.',
       license: { name: 'Apache-2.0', identifier: 'Apache-2.0' },
     },
-    servers: [{ url: '/', description: 'Main service' }],
+    servers: [MAIN_SERVER],
     paths,
     components: {
       securitySchemes: {

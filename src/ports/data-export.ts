@@ -24,10 +24,23 @@ export interface ExportedAuditEvent {
   ip_address: string | null;
 }
 
+/** A playground session with its transcript, and the spans and log records of its turns. */
+export interface ExportedPlaygroundSession {
+  session_id: string;
+  name: string;
+  created_at: string;
+  updated_at: string;
+  metadata: Record<string, unknown>;
+  messages: object[];
+  traces: object[];
+  logs: object[];
+}
+
 /** The export's sections that other modules contribute, by name. */
 export interface ExportSections {
   sessions: ExportedSession[];
   conversations: ExportedConversation[];
+  playground_sessions: ExportedPlaygroundSession[];
   audit_log: ExportedAuditEvent[];
 }
 

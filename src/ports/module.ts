@@ -1,3 +1,4 @@
+import type { Router } from 'express';
 import type { ListenerName } from '../http/listener.js';
 import type { RouteGroup } from '../http/route.js';
 import type { ExportPart } from './data-export.js';
@@ -20,6 +21,8 @@ export interface Module<Service> {
   readonly routes?: ListenerRoutes;
   /** Routes that answer from the first moment (the health probes). */
   readonly openRoutes?: ListenerRoutes;
+  /** What a listener serves outside the route registry (a web UI's static files), from the first moment. */
+  readonly pages?: Partial<Record<ListenerName, Router[]>>;
   /** Checks of the dependencies the module brought (reported by the health probes). */
   readonly healthChecks?: HealthCheck[];
   /** What erasing a user removes from what this module keeps (its parts of the named erasure steps). */

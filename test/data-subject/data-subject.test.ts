@@ -54,7 +54,13 @@ function fromCsv(text: string): DataExport {
     if (field === 'preferences') return JSON.parse(value) as unknown;
     return value;
   };
-  const out: Record<string, unknown> = { sessions: [], conversations: [], consents: [], audit_log: [] };
+  const out: Record<string, unknown> = {
+    sessions: [],
+    conversations: [],
+    playground_sessions: [],
+    consents: [],
+    audit_log: [],
+  };
   for (const { section, record, field, value } of rows) {
     if (section === 'export') out[field] = typed(field, value);
     else if (section === 'profile') out.profile = { ...(out.profile as object), [field]: typed(field, value) };
@@ -108,6 +114,7 @@ describe('GET /api/v1/users/me/data', () => {
           last_message_at: at(clock),
         },
       ],
+      playground_sessions: [],
       consents: [
         {
           consent_id: expect.any(String) as unknown,
@@ -251,6 +258,7 @@ describe('CSV of an export', () => {
       },
       sessions: [],
       conversations: [],
+      playground_sessions: [],
       consents: [],
       audit_log: tricky.map((t, i) => ({ event_id: `${i}`, event_type: t, timestamp: 't', ip_address: null })),
     };

@@ -34,6 +34,8 @@ export interface FakeOpenAi {
   /** Milliseconds between streamed chunks (to abort or stall mid-stream). Default 0. */
   chunkDelayMs: number;
   requests: FakeRequest[];
+  /** Streamed answers whose client went away before the last chunk: the model call was really stopped. */
+  abandoned: number;
   close: () => Promise<void>;
 }
 
@@ -171,6 +173,7 @@ export async function startFakeOpenAi(models: string[] = ['gpt-4o-mini']): Promi
     delayMs: 0,
     chunkDelayMs: 0,
     requests: [],
+    abandoned: 0,
   };
   let completions = 0;
   let toolCallIds = 0;
@@ -316,7 +319,10 @@ export async function startFakeOpenAi(models: string[] = ['gpt-4o-mini']): Promi
     res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache', Connection: 'keep-alive' });
     for (const [i, frame] of frames.entries()) {
       if (i > 0) await wait(fake.chunkDelayMs);
-      if (res.destroyed) return;
+      if (res.destroyed) {
+        fake.abandoned += 1;
+        return;
+      }
       res.write(`data: ${JSON.stringify(frame)}\n\n`);
     }
     res.end('data: [DONE]\n\n');

@@ -1,4 +1,6 @@
+import type { Tracer } from '@opentelemetry/api';
 import type { Module } from '../../ports/module.js';
+import type { ModelInfo } from './agent.telemetry.js';
 import type { Agent } from './agent.port.js';
 import { type ChatAdmission, ChatTurnService } from './chat-turn.service.js';
 
@@ -17,6 +19,10 @@ export interface AgentModuleDeps {
    * there) and every tool the agent may call is wired.
    */
   build: () => Promise<BuiltAgent>;
+  /** Records each turn's spans. */
+  tracer?: Tracer;
+  /** The model the agent calls, for the spans. */
+  model?: ModelInfo;
   /** The threads (conversation ids) a user's checkpoints are kept under, for erasure. */
   threadsOf: (userId: string) => Promise<string[]>;
 }
@@ -41,7 +47,12 @@ export function createAgentModule(deps: AgentModuleDeps): Module<AgentParts> {
   return {
     name: 'agent',
     service: {
-      chat: new ChatTurnService({ agent, admission: deps.admission }),
+      chat: new ChatTurnService({
+        agent,
+        admission: deps.admission,
+        ...(deps.tracer && { tracer: deps.tracer }),
+        ...(deps.model && { model: deps.model }),
+      }),
       agent,
       deleteThread: (threadId) => started().deleteThread(threadId),
     },

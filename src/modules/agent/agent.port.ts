@@ -1,3 +1,4 @@
+import type { Context } from '@opentelemetry/api';
 import type { Usage } from '../../adapters/llm/port.js';
 import { CommonErrorCode, InternalError } from '../../errors.js';
 import type { Caller } from '../../ports/caller.js';
@@ -13,6 +14,8 @@ export interface AgentTurn {
   /** Upper bound on model ↔ tool round trips in agent mode. */
   maxSteps?: number;
   signal?: AbortSignal;
+  /** The turn's span context: the model and tool spans of the turn are its children. */
+  traceContext?: Context;
 }
 
 /** What a turn emits as it runs, ending with `done` (or an error thrown from the iterator). */

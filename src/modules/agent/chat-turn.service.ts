@@ -1,6 +1,23 @@
 import { type AppError, toAppError } from '../../errors.js';
 import type { Caller } from '../../ports/caller.js';
+import { type Context, type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
+import { ATTR_GEN_AI_CONVERSATION_ID } from '@opentelemetry/semantic-conventions/incubating';
 import { type Agent, type AgentTurn, type MessageResponse, runToCompletion } from './agent.port.js';
+import { type ModelInfo, NO_TRACER, failSpan, startTurnSpan, usageAttributes } from './agent.telemetry.js';
+
+const UNKNOWN_MODEL: ModelInfo = { provider: 'unknown', model: 'unknown' };
+
+function endTurnSpan(span: Span, response: MessageResponse): void {
+  span.setAttributes({
+    [ATTR_GEN_AI_CONVERSATION_ID]: response.conversation_id,
+    ...usageAttributes({
+      promptTokens: response.usage.prompt_tokens,
+      completionTokens: response.usage.completion_tokens,
+      totalTokens: response.usage.total_tokens,
+    }),
+  });
+  span.setStatus({ code: SpanStatusCode.OK });
+}
 
 /**
  * What the chat-turn service needs of the policy point: whether the caller may chat at all (403 if not) and
@@ -26,6 +43,8 @@ export interface ChatTurnRequest {
   useTools?: boolean;
   /** Upper bound on model ↔ tool round trips. */
   maxSteps?: number;
+  /** Attributes of the turn's span (the playground names its session, which keeps the trace). */
+  traceAttributes?: Record<string, string>;
 }
 
 /**
@@ -46,6 +65,10 @@ export interface ChatTurnDeps {
   /** Late-bound: the agent is started after the entry points are wired. */
   agent: () => Agent;
   admission: ChatAdmission;
+  /** Records an `invoke_agent` span per turn, parent of its model and tool spans (none without one). */
+  tracer?: Tracer;
+  /** The model the turns use, for their spans. */
+  model?: ModelInfo;
 }
 
 /** The context rides with the message as a JSON appendix the model can read. */
@@ -55,7 +78,7 @@ function withContext(query: string, context: Record<string, unknown> | undefined
     : query;
 }
 
-function agentTurn(request: ChatTurnRequest, signal: AbortSignal | undefined): AgentTurn {
+function agentTurn(request: ChatTurnRequest, signal: AbortSignal | undefined, traceContext: Context): AgentTurn {
   return {
     caller: request.caller,
     message: withContext(request.query, request.context),
@@ -64,6 +87,7 @@ function agentTurn(request: ChatTurnRequest, signal: AbortSignal | undefined): A
     ...(request.conversationId && { conversationId: request.conversationId }),
     ...(request.maxSteps !== undefined && { maxSteps: request.maxSteps }),
     ...(signal && { signal }),
+    traceContext,
   };
 }
 
@@ -81,8 +105,25 @@ export class ChatTurnService {
   }
 
   /** Runs an admitted turn to its end and returns the Message response. */
-  complete(request: ChatTurnRequest, signal?: AbortSignal): Promise<MessageResponse> {
-    return runToCompletion(this.deps.agent(), agentTurn(request, signal));
+  async complete(request: ChatTurnRequest, signal?: AbortSignal): Promise<MessageResponse> {
+    const { span, context } = this.#startSpan(request);
+    try {
+      const response = await runToCompletion(this.deps.agent(), agentTurn(request, signal, context));
+      endTurnSpan(span, response);
+      return response;
+    } catch (error) {
+      failSpan(span, error, signal?.aborted === true);
+      throw error;
+    } finally {
+      span.end();
+    }
+  }
+
+  #startSpan(request: ChatTurnRequest) {
+    return startTurnSpan(this.deps.tracer ?? NO_TRACER, this.deps.model ?? UNKNOWN_MODEL, {
+      ...request.traceAttributes,
+      ...(request.conversationId && { [ATTR_GEN_AI_CONVERSATION_ID]: request.conversationId }),
+    });
   }
 
   /**
@@ -91,8 +132,10 @@ export class ChatTurnService {
    */
   async *stream(request: ChatTurnRequest, signal: AbortSignal): AsyncGenerator<ChatTurnEvent, void, undefined> {
     yield { type: 'content_start' };
+    const { span, context } = this.#startSpan(request);
+    let finished = false;
     try {
-      for await (const event of this.deps.agent().run(agentTurn(request, signal))) {
+      for await (const event of this.deps.agent().run(agentTurn(request, signal, context))) {
         switch (event.type) {
           case 'delta':
             yield { type: 'content_delta', delta: event.text };
@@ -105,16 +148,25 @@ export class ChatTurnService {
             break;
           case 'done': {
             const { conversation_id, model, usage } = event.response;
+            endTurnSpan(span, event.response);
+            finished = true;
             yield { type: 'content_end' };
             yield { type: 'message_complete', conversation_id, model, usage };
             break;
           }
           case 'started':
+            span.setAttribute(ATTR_GEN_AI_CONVERSATION_ID, event.conversationId);
             break;
         }
       }
     } catch (thrown) {
+      failSpan(span, thrown, signal.aborted);
+      finished = true;
       if (!signal.aborted) yield { type: 'error', error: toAppError(thrown) };
+    } finally {
+      // Stopped before its end: the client left, or the consumer stopped reading.
+      if (!finished) failSpan(span, new Error('cancelled'), true);
+      span.end();
     }
   }
 }

@@ -10,6 +10,16 @@ export {
   runToCompletion,
   toUsage,
 } from './agent.port.js';
+export {
+  AGENT_NAME,
+  type ModelInfo,
+  NO_TRACER,
+  failSpan,
+  inModelSpan,
+  inToolSpan,
+  startTurnSpan,
+  usageAttributes,
+} from './agent.telemetry.js';
 export { type AgentParts, type BuiltAgent, createAgentModule } from './agent.module.js';
 export {
   CHAT_PERMISSION,

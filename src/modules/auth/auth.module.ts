@@ -58,21 +58,22 @@ export function createAuthModule(deps: AuthModuleDeps): Module<Auth> {
     ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger, audit })
     : undefined;
 
+  const [signIn, verify, wellKnown] = authRoutes({
+    auth,
+    users,
+    keys,
+    publicUrl: config.publicUrl,
+    authorizationServers: [config.auth.oidc?.issuerUrl ?? config.publicUrl],
+    describePrincipal: deps.describePrincipal,
+  });
   return {
     name: 'auth',
     service: { auth, tokens, keys, sso },
     routes: {
-      main: [
-        ...authRoutes({
-          auth,
-          users,
-          keys,
-          publicUrl: config.publicUrl,
-          authorizationServers: [config.auth.oidc?.issuerUrl ?? config.publicUrl],
-          describePrincipal: deps.describePrincipal,
-        }),
-        ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : []),
-      ],
+      main: [signIn, verify, wellKnown, ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : [])],
+      // The web UIs sign in on their own origin (their strict CSP allows no other).
+      playground: [signIn],
+      builder: [signIn],
     },
     erasure: [
       { step: 'refresh_tokens', run: ({ user, db }) => auth.deleteRefreshTokensOf(user.id, db) },

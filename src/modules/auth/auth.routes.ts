@@ -162,7 +162,8 @@ export function loginResponse(req: Request, res: Response, result: LoginResult, 
   return { session_id: result.session.id, user: loginUser(result.user), expires_at: result.session.expiresAt };
 }
 
-export function authRoutes(deps: AuthRouteDeps): RouteGroup[] {
+/** The sign-in routes (`/auth`), token verification (`/auth/verify`) and the published keys (`/.well-known`). */
+export function authRoutes(deps: AuthRouteDeps): [RouteGroup, RouteGroup, RouteGroup] {
   const { auth, users, keys, publicUrl } = deps;
 
   const main: RouteGroup = {

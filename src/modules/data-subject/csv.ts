@@ -15,7 +15,7 @@ export function neutralizeFormula(text: string): string {
   return FORMULA_START.test(text) ? `'${text}` : text;
 }
 
-/** How one value reads in a cell: null as empty, objects (preferences) as JSON, the rest as text. */
+/** How one value reads in a cell: null as empty, objects (preferences, transcripts) as JSON, the rest as text. */
 function cellText(value: unknown): string {
   if (value === null || value === undefined) return '';
   if (typeof value === 'string') return value;
@@ -35,10 +35,11 @@ export function dataExportCsv(data: DataExport): string {
       rows.push([section, String(record), field, neutralizeFormula(cellText(value))]);
     }
   };
-  const { profile, sessions, conversations, consents, audit_log, ...top } = data;
+  const { profile, sessions, conversations, playground_sessions, consents, audit_log, ...top } = data;
   add('export', 1, top);
   add('profile', 1, profile);
-  for (const [section, items] of Object.entries({ sessions, conversations, consents, audit_log })) {
+  const lists = { sessions, conversations, playground_sessions, consents, audit_log };
+  for (const [section, items] of Object.entries(lists) as [string, object[]][]) {
     items.forEach((item, i) => add(section, i + 1, item));
   }
   return stringify(rows, { header: true, columns: [...CSV_COLUMNS], record_delimiter: 'windows' });

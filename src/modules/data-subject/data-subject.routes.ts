@@ -47,6 +47,18 @@ const DataExport = z
         last_message_at: z.iso.datetime().nullable(),
       }),
     ),
+    playground_sessions: z.array(
+      z.object({
+        session_id: z.string(),
+        name: z.string(),
+        created_at: z.iso.datetime(),
+        updated_at: z.iso.datetime(),
+        metadata: z.record(z.string(), z.unknown()),
+        messages: z.array(z.record(z.string(), z.unknown())),
+        traces: z.array(z.record(z.string(), z.unknown())),
+        logs: z.array(z.record(z.string(), z.unknown())),
+      }),
+    ),
     consents: z.array(
       z.object({
         consent_id: z.string(),

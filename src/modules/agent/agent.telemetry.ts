@@ -1,0 +1,146 @@
+import {
+  type Attributes,
+  type Context,
+  ROOT_CONTEXT,
+  type Span,
+  SpanKind,
+  SpanStatusCode,
+  type Tracer,
+  trace,
+} from '@opentelemetry/api';
+import {
+  ATTR_GEN_AI_AGENT_NAME,
+  ATTR_GEN_AI_OPERATION_NAME,
+  ATTR_GEN_AI_PROVIDER_NAME,
+  ATTR_GEN_AI_REQUEST_MODEL,
+  ATTR_GEN_AI_RESPONSE_MODEL,
+  ATTR_GEN_AI_TOOL_CALL_ID,
+  ATTR_GEN_AI_TOOL_NAME,
+  ATTR_GEN_AI_TOOL_TYPE,
+  ATTR_GEN_AI_USAGE_INPUT_TOKENS,
+  ATTR_GEN_AI_USAGE_OUTPUT_TOKENS,
+} from '@opentelemetry/semantic-conventions/incubating';
+import type { Usage } from '../../adapters/llm/port.js';
+
+/*
+ * The agent's spans, named and attributed after the OpenTelemetry GenAI semantic conventions: one `invoke_agent`
+ * span per turn, and under it a `chat <model>` span per model call and an `execute_tool <tool>` span per tool call.
+ */
+
+export const AGENT_NAME = 'agent-service';
+const ATTR_ERROR_TYPE = 'error.type';
+
+/** The tracer of nothing: spans are recorded only when the app gives the agent a real one. */
+export const NO_TRACER: Tracer = trace.getTracerProvider().getTracer('none');
+
+export interface ModelInfo {
+  provider: string;
+  model: string;
+}
+
+/** Ends a span as failed: an error the turn met, or a cancellation (`error.type` says which). */
+export function failSpan(span: Span, error: unknown, cancelled = false): void {
+  const message = error instanceof Error ? error.message : String(error);
+  span.setAttribute(ATTR_ERROR_TYPE, cancelled ? 'cancelled' : error instanceof Error ? error.name : 'error');
+  if (!cancelled && error instanceof Error) span.recordException(error);
+  span.setStatus({ code: SpanStatusCode.ERROR, message: cancelled ? 'cancelled' : message });
+}
+
+export function usageAttributes(usage: Usage): Attributes {
+  return {
+    [ATTR_GEN_AI_USAGE_INPUT_TOKENS]: usage.promptTokens,
+    [ATTR_GEN_AI_USAGE_OUTPUT_TOKENS]: usage.completionTokens,
+  };
+}
+
+/** Starts a turn's span, a root; its context is the parent of the turn's model and tool spans. */
+export function startTurnSpan(
+  tracer: Tracer,
+  model: ModelInfo,
+  attributes: Attributes = {},
+): { span: Span; context: Context } {
+  const span = tracer.startSpan(
+    `invoke_agent ${AGENT_NAME}`,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        [ATTR_GEN_AI_OPERATION_NAME]: 'invoke_agent',
+        [ATTR_GEN_AI_AGENT_NAME]: AGENT_NAME,
+        [ATTR_GEN_AI_PROVIDER_NAME]: model.provider,
+        [ATTR_GEN_AI_REQUEST_MODEL]: model.model,
+        ...attributes,
+      },
+    },
+    ROOT_CONTEXT,
+  );
+  return { span, context: trace.setSpan(ROOT_CONTEXT, span) };
+}
+
+/** Runs one model call in a `chat <model>` span; `run` reports the call's usage. */
+export async function inModelSpan<T extends { usage: Usage }>(
+  tracer: Tracer,
+  parent: Context | undefined,
+  model: ModelInfo,
+  run: () => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  const span = tracer.startSpan(
+    `chat ${model.model}`,
+    {
+      kind: SpanKind.CLIENT,
+      attributes: {
+        [ATTR_GEN_AI_OPERATION_NAME]: 'chat',
+        [ATTR_GEN_AI_PROVIDER_NAME]: model.provider,
+        [ATTR_GEN_AI_REQUEST_MODEL]: model.model,
+      },
+    },
+    parent,
+  );
+  try {
+    const result = await run();
+    span.setAttributes({ ...usageAttributes(result.usage), [ATTR_GEN_AI_RESPONSE_MODEL]: model.model });
+    span.setStatus({ code: SpanStatusCode.OK });
+    return result;
+  } catch (error) {
+    failSpan(span, error, signal?.aborted === true);
+    throw error;
+  } finally {
+    span.end();
+  }
+}
+
+/** Runs one tool call in an `execute_tool <tool>` span; a result marked as an error fails the span. */
+export async function inToolSpan<T extends { isError?: boolean }>(
+  tracer: Tracer,
+  parent: Context | undefined,
+  tool: { name: string; callId: string },
+  run: () => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  const span = tracer.startSpan(
+    `execute_tool ${tool.name}`,
+    {
+      kind: SpanKind.INTERNAL,
+      attributes: {
+        [ATTR_GEN_AI_OPERATION_NAME]: 'execute_tool',
+        [ATTR_GEN_AI_TOOL_NAME]: tool.name,
+        [ATTR_GEN_AI_TOOL_CALL_ID]: tool.callId,
+        [ATTR_GEN_AI_TOOL_TYPE]: 'function',
+      },
+    },
+    parent,
+  );
+  try {
+    const result = await run();
+    if (result.isError) {
+      span.setAttribute(ATTR_ERROR_TYPE, 'tool_error');
+      span.setStatus({ code: SpanStatusCode.ERROR, message: 'the tool reported an error' });
+    } else span.setStatus({ code: SpanStatusCode.OK });
+    return result;
+  } catch (error) {
+    failSpan(span, error, signal?.aborted === true);
+    throw error;
+  } finally {
+    span.end();
+  }
+}

@@ -1,0 +1,144 @@
+import { z } from 'zod';
+import { callerOf } from '../../http/authenticate.js';
+import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
+import type { PlaygroundService } from './playground.service.js';
+import {
+  CreateSession,
+  LogEntry,
+  Metrics,
+  PlaygroundConfig,
+  Session,
+  SessionDetail,
+  SessionListItem,
+  Trace,
+  UpdateSession,
+  sessionParams,
+} from './playground.schemas.js';
+
+const TAGS = ['Playground'];
+const NOT_FOUND = { description: 'No such session of yours' };
+const sessionQuery = z.object({ session_id: z.string().min(1).max(64) });
+
+export interface PlaygroundRouteDeps {
+  playground: PlaygroundService;
+  /** What the web UI needs to know before anyone signs in. */
+  config: () => z.output<typeof PlaygroundConfig>;
+}
+
+/** Sessions and their observability on the playground listener (`/api/playground/…`); the chat itself is a wire. */
+export function playgroundRoutes({ playground, config }: PlaygroundRouteDeps): RouteGroup {
+  return {
+    prefix: '/api/playground',
+    area: 'envelope',
+    tags: TAGS,
+    routes: [
+      defineRoute({
+        method: 'get',
+        path: '/config',
+        operationId: 'getPlaygroundConfig',
+        summary: 'How to sign in, and which model answers',
+        access: 'public',
+        responses: { 200: { description: 'The playground settings', schema: PlaygroundConfig } },
+        handler: () => config(),
+      }),
+      defineRoute({
+        method: 'post',
+        path: '/sessions',
+        operationId: 'createPlaygroundSession',
+        summary: 'Start a playground session',
+        request: { body: CreateSession },
+        responses: {
+          201: { description: 'Created', schema: Session },
+          403: { description: 'A service principal has no playground sessions' },
+        },
+        handler: async ({ body, req }) => new Reply(201, await playground.createSession(callerOf(req), body)),
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/sessions',
+        operationId: 'listPlaygroundSessions',
+        summary: 'Your playground sessions, most recently active first',
+        request: {
+          query: z.object({
+            limit: z.coerce.number().int().min(1).max(1000).default(20),
+            offset: z.coerce.number().int().min(0).default(0),
+          }),
+        },
+        responses: {
+          200: { description: 'Your sessions', schema: z.array(SessionListItem) },
+          403: { description: 'A service principal has no playground sessions' },
+        },
+        handler: ({ query, req }) => playground.listSessions(callerOf(req), query),
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/sessions/:session_id',
+        operationId: 'getPlaygroundSession',
+        summary: 'A session with its messages',
+        request: { params: sessionParams },
+        responses: { 200: { description: 'The session', schema: SessionDetail }, 404: NOT_FOUND },
+        handler: ({ params, req }) => playground.getSession(callerOf(req), params.session_id),
+      }),
+      defineRoute({
+        method: 'patch',
+        path: '/sessions/:session_id',
+        operationId: 'updatePlaygroundSession',
+        summary: 'Rename a session or replace its metadata',
+        request: { params: sessionParams, body: UpdateSession },
+        responses: { 200: { description: 'The session', schema: Session }, 404: NOT_FOUND },
+        handler: ({ params, body, req }) => playground.updateSession(callerOf(req), params.session_id, body),
+      }),
+      defineRoute({
+        method: 'delete',
+        path: '/sessions/:session_id',
+        operationId: 'deletePlaygroundSession',
+        summary: 'Delete a session with its messages, traces and logs',
+        request: { params: sessionParams },
+        responses: { 204: { description: 'Deleted' }, 404: NOT_FOUND },
+        handler: async ({ params, req }) => {
+          await playground.deleteSession(callerOf(req), params.session_id);
+          return new Reply(204);
+        },
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/observability/traces',
+        operationId: 'getPlaygroundTraces',
+        summary: "The session's spans: one trace per turn, with its model and tool calls",
+        request: {
+          query: sessionQuery.extend({ limit: z.coerce.number().int().min(1).max(1000).default(50) }),
+        },
+        responses: { 200: { description: 'Spans, oldest first', schema: z.array(Trace) }, 404: NOT_FOUND },
+        handler: ({ query, req }) => playground.traces(callerOf(req), query.session_id, query.limit),
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/observability/logs',
+        operationId: 'getPlaygroundLogs',
+        summary: "The session's log records at or above a level",
+        request: {
+          query: sessionQuery.extend({
+            level: z
+              .string()
+              .transform((v) => v.toUpperCase())
+              .pipe(z.enum(['DEBUG', 'INFO', 'WARN', 'WARNING', 'ERROR']))
+              .transform((v) => (v === 'WARNING' ? 'WARN' : v))
+              .default('INFO'),
+            limit: z.coerce.number().int().min(1).max(1000).default(200),
+          }),
+        },
+        responses: { 200: { description: 'Log records, oldest first', schema: z.array(LogEntry) }, 404: NOT_FOUND },
+        handler: ({ query, req }) => playground.logs(callerOf(req), query.session_id, query.level, query.limit),
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/observability/metrics',
+        operationId: 'getPlaygroundMetrics',
+        summary: "What the session's turns add up to, from its stored messages",
+        request: { query: sessionQuery },
+        responses: { 200: { description: 'The metrics', schema: Metrics }, 404: NOT_FOUND },
+        handler: ({ query, req }) => playground.metrics(callerOf(req), query.session_id),
+      }),
+    ],
+  };
+}

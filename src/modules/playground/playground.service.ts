@@ -1,0 +1,549 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
+import type { FinishedSpan, Telemetry } from '../../adapters/telemetry/port.js';
+import type { Database } from '../../db/database.js';
+import { type AppError, CommonErrorCode, ValidationError, toAppError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
+import { type Caller, userIdOf } from '../../ports/caller.js';
+import type { ChatTurnService } from '../agent/index.js';
+import { peopleOnly, sessionNotFound, turnRunning } from './playground.errors.js';
+import * as store from './playground.store.js';
+
+/** The root span attribute that names a turn's playground session: its trace is kept with the session. */
+export const SESSION_ATTRIBUTE = 'playground.session_id';
+
+export const LOG_LEVELS = { DEBUG: 10, INFO: 20, WARN: 30, ERROR: 40 } as const;
+export type LogLevel = keyof typeof LOG_LEVELS;
+const LEVEL_NAMES = Object.fromEntries(Object.entries(LOG_LEVELS).map(([name, n]) => [n, name])) as Record<
+  number,
+  LogLevel
+>;
+
+export interface Session {
+  session_id: string;
+  name: string;
+  user_id: string;
+  created_at: string;
+  updated_at: string;
+  metadata: Record<string, unknown>;
+}
+
+export interface ToolCallRecord {
+  id: string;
+  name: string;
+  args: Record<string, unknown>;
+  result?: string;
+  is_error?: boolean;
+}
+
+export interface Usage {
+  prompt_tokens: number;
+  completion_tokens: number;
+  total_tokens: number;
+}
+
+export interface Message {
+  id: string;
+  role: 'user' | 'assistant';
+  content: string;
+  timestamp: string;
+  tool_calls: ToolCallRecord[];
+  /** The turn was stopped before its end; the content is what had come. */
+  cancelled: boolean;
+  /** The code of the error that ended the turn. */
+  error: string | null;
+  usage?: Usage;
+  latency_ms?: number | null;
+}
+
+export interface SessionDetail extends Session {
+  messages: Message[];
+  model: string | null;
+  total_tokens: number;
+}
+
+export interface ChatResponse {
+  message_id: string;
+  role: 'assistant';
+  content: string;
+  timestamp: string;
+  tool_calls: ToolCallRecord[];
+  usage: Usage;
+  cancelled: boolean;
+}
+
+export interface Trace {
+  trace_id: string;
+  span_id: string;
+  parent_span_id: string | null;
+  operation: string;
+  duration_ms: number;
+  status: 'ok' | 'error' | 'unset';
+  attributes: Record<string, unknown>;
+  timestamp: string;
+}
+
+export interface LogEntry {
+  timestamp: string;
+  level: LogLevel;
+  message: string;
+  attributes: Record<string, unknown>;
+}
+
+export interface Metrics {
+  session_id: string;
+  message_count: number;
+  total_tokens: number;
+  average_latency_ms: number;
+  error_count: number;
+  tool_call_count: number;
+}
+
+/**
+ * What a turn emits, in the playground's event names (spec "Events"): `token`…, `tool_call` / `tool_result`, then
+ * `end`, or `error` when the turn failed. A cancelled turn ends with `end` marked cancelled.
+ */
+export type PlaygroundEvent =
+  | { type: 'token'; content: string }
+  | ({ type: 'tool_call' } & Pick<ToolCallRecord, 'id' | 'name' | 'args'>)
+  | { type: 'tool_result'; id: string; name: string; content: string; is_error: boolean }
+  | { type: 'end'; message_id: string; cancelled: boolean; usage: Usage; latency_ms: number }
+  | { type: 'error'; error: AppError; message_id: string };
+
+export interface PlaygroundDeps {
+  db: Kysely<Database>;
+  chat: ChatTurnService;
+  telemetry: Pick<Telemetry, 'collect'>;
+  logger: Logger;
+  now: () => Date;
+  /** The longest message a turn accepts (characters). */
+  maxMessageChars: number;
+}
+
+const parseObject = (text: string): Record<string, unknown> => {
+  const value: unknown = JSON.parse(text);
+  return typeof value === 'object' && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+};
+
+function toSession(row: store.SessionRow): Session {
+  return {
+    session_id: row.id,
+    name: row.name,
+    user_id: row.user_id,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+    metadata: parseObject(row.metadata),
+  };
+}
+
+function toMessage(row: store.MessageRow): Message {
+  return {
+    id: row.id,
+    role: row.role,
+    content: row.content,
+    timestamp: row.created_at,
+    tool_calls: JSON.parse(row.tool_calls) as ToolCallRecord[],
+    cancelled: row.cancelled === 1,
+    error: row.error,
+    ...(row.role === 'assistant' && {
+      usage: {
+        prompt_tokens: row.prompt_tokens,
+        completion_tokens: row.completion_tokens,
+        total_tokens: row.prompt_tokens + row.completion_tokens,
+      },
+      latency_ms: row.latency_ms,
+    }),
+  };
+}
+
+function toTrace(row: store.SpanRow): Trace {
+  return {
+    trace_id: row.trace_id,
+    span_id: row.span_id,
+    parent_span_id: row.parent_span_id,
+    operation: row.operation,
+    duration_ms: row.duration_ms,
+    status: row.status,
+    attributes: parseObject(row.attributes),
+    timestamp: row.started_at,
+  };
+}
+
+/**
+ * Chat sessions with the agent for people trying it out: their transcripts (tool calls and results included), and
+ * for each turn its spans, log records and what they add up to, all kept in the service's database.
+ */
+export class PlaygroundService {
+  /** Sessions with a turn running on this instance. */
+  readonly #running = new Set<string>();
+  /** Span writes not yet finished, so a turn's trace is stored before the turn is reported ended. */
+  readonly #spanWrites = new Set<Promise<void>>();
+
+  constructor(private readonly deps: PlaygroundDeps) {
+    deps.telemetry.collect(SESSION_ATTRIBUTE, (sessionId, span) => this.#keepSpan(sessionId, span));
+  }
+
+  async createSession(caller: Caller, input: { name?: string; metadata?: Record<string, unknown> }): Promise<Session> {
+    const userId = personOf(caller);
+    const now = this.deps.now().toISOString();
+    const row: store.SessionRow = {
+      id: randomUUID(),
+      user_id: userId,
+      name: input.name?.trim() || `Session ${now.slice(0, 16).replace('T', ' ')}`,
+      metadata: JSON.stringify(input.metadata ?? {}),
+      conversation_id: null,
+      model: null,
+      created_at: now,
+      updated_at: now,
+    };
+    await store.insertSession(this.deps.db, row);
+    await this.#log(row.id, 'INFO', 'session created', {});
+    return toSession(row);
+  }
+
+  /** The session, if it is the caller's (404 otherwise). */
+  async session(caller: Caller, id: string): Promise<Session> {
+    return toSession(await this.#session(caller, id));
+  }
+
+  async listSessions(caller: Caller, window: { limit: number; offset: number }) {
+    const rows = await store.listSessions(this.deps.db, personOf(caller), window);
+    return rows.map((row) => ({ ...toSession(row), message_count: row.message_count }));
+  }
+
+  async getSession(caller: Caller, id: string): Promise<SessionDetail> {
+    const row = await this.#session(caller, id);
+    const [messages, totals] = await Promise.all([
+      store.messagesOf(this.deps.db, [row.id]),
+      store.sessionTotals(this.deps.db, row.id),
+    ]);
+    const totalTokens = totals.promptTokens + totals.completionTokens;
+    const session = toSession(row);
+    return {
+      ...session,
+      metadata: { ...session.metadata, model: row.model, total_tokens: totalTokens },
+      messages: messages.map(toMessage),
+      model: row.model,
+      total_tokens: totalTokens,
+    };
+  }
+
+  async updateSession(
+    caller: Caller,
+    id: string,
+    changes: { name?: string; metadata?: Record<string, unknown> },
+  ): Promise<Session> {
+    const row = await this.#session(caller, id);
+    const updated = {
+      ...(changes.name !== undefined && { name: changes.name.trim() || row.name }),
+      ...(changes.metadata !== undefined && { metadata: JSON.stringify(changes.metadata) }),
+      updated_at: this.deps.now().toISOString(),
+    };
+    await store.updateSession(this.deps.db, row.id, updated);
+    return toSession({ ...row, ...updated });
+  }
+
+  async deleteSession(caller: Caller, id: string): Promise<void> {
+    const userId = personOrMissing(caller, id);
+    const deleted = await this.deps.db.transaction().execute((trx) => store.deleteSession(trx, userId, id));
+    if (!deleted) throw sessionNotFound(id);
+  }
+
+  /**
+   * Checks that a turn may start: the session is the caller's and idle, the message fits, and the policy admits
+   * the caller (403 without the chat permission, 429 beyond the rate). Call before streaming, so that a refusal
+   * is an HTTP status rather than a stream event.
+   */
+  async admit(caller: Caller, sessionId: string, message: string): Promise<void> {
+    await this.#session(caller, sessionId);
+    if (message.length > this.deps.maxMessageChars) {
+      throw new ValidationError(`message is longer than ${this.deps.maxMessageChars} characters`, [
+        { loc: ['body', 'message'], msg: `at most ${this.deps.maxMessageChars} characters`, type: 'too_long' },
+      ]);
+    }
+    if (this.#running.has(sessionId)) throw turnRunning();
+    await this.deps.chat.admit(caller);
+  }
+
+  /**
+   * Runs one admitted turn and streams it. The user's message and the answer are stored with the tool calls, the
+   * usage and the latency; aborting `signal` stops the model and the tools, and the partial answer is stored
+   * marked cancelled. Never throws once started: a failure is the last event.
+   */
+  async *turn(
+    caller: Caller,
+    sessionId: string,
+    message: string,
+    signal: AbortSignal,
+  ): AsyncGenerator<PlaygroundEvent, void, undefined> {
+    const session = await this.#session(caller, sessionId);
+    if (this.#running.has(sessionId)) throw turnRunning();
+    this.#running.add(sessionId);
+    try {
+      yield* this.#runTurn(caller, session, message, signal);
+    } finally {
+      this.#running.delete(sessionId);
+    }
+  }
+
+  async *#runTurn(
+    caller: Caller,
+    session: store.SessionRow,
+    message: string,
+    signal: AbortSignal,
+  ): AsyncGenerator<PlaygroundEvent, void, undefined> {
+    const { db, now } = this.deps;
+    const started = now();
+    await store.appendMessage(db, {
+      id: randomUUID(),
+      session_id: session.id,
+      role: 'user',
+      content: message,
+      tool_calls: '[]',
+      tool_call_count: 0,
+      cancelled: 0,
+      error: null,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      latency_ms: null,
+      created_at: started.toISOString(),
+    });
+    await this.#log(session.id, 'INFO', 'turn started', { characters: message.length });
+
+    const answerId = randomUUID();
+    let answer = '';
+    const calls: ToolCallRecord[] = [];
+    let usage: Usage = { prompt_tokens: 0, completion_tokens: 0, total_tokens: 0 };
+    let completed = false;
+    let failure: AppError | undefined;
+    let conversationId = session.conversation_id;
+    let model = session.model;
+
+    const events = this.deps.chat.stream(
+      {
+        caller,
+        query: message,
+        ...(session.conversation_id && { conversationId: session.conversation_id }),
+        traceAttributes: { [SESSION_ATTRIBUTE]: session.id },
+      },
+      signal,
+    );
+    try {
+      for await (const event of events) {
+        switch (event.type) {
+          case 'content_delta':
+            answer += event.delta;
+            yield { type: 'token', content: event.delta };
+            break;
+          case 'tool_call': {
+            const call: ToolCallRecord = { id: `call_${calls.length + 1}`, name: event.name, args: event.args };
+            calls.push(call);
+            await this.#log(session.id, 'INFO', `tool ${event.name} called`, { tool: event.name, args: event.args });
+            yield { type: 'tool_call', id: call.id, name: call.name, args: call.args };
+            break;
+          }
+          case 'tool_result': {
+            // Tools run one after another: a result answers the latest call of its name without one.
+            const call = calls.findLast((c) => c.name === event.name && c.result === undefined);
+            const id = call?.id ?? `call_${calls.length}`;
+            if (call) Object.assign(call, { result: event.content, is_error: event.isError });
+            await this.#log(session.id, event.isError ? 'WARN' : 'DEBUG', `tool ${event.name} answered`, {
+              tool: event.name,
+              is_error: event.isError,
+              characters: event.content.length,
+            });
+            yield { type: 'tool_result', id, name: event.name, content: event.content, is_error: event.isError };
+            break;
+          }
+          case 'message_complete':
+            completed = true;
+            usage = event.usage;
+            conversationId = event.conversation_id;
+            model = event.model;
+            break;
+          case 'error':
+            failure = event.error;
+            break;
+          default:
+            break;
+        }
+      }
+    } catch (thrown) {
+      failure = toAppError(thrown);
+    }
+
+    const cancelled = !completed && !failure;
+    const latencyMs = now().getTime() - started.getTime();
+    // The turn's spans ended with it; store them before the turn is reported ended, so its trace is complete.
+    await Promise.allSettled([...this.#spanWrites]);
+    const finishedAt = now().toISOString();
+    await store.appendMessage(db, {
+      id: answerId,
+      session_id: session.id,
+      role: 'assistant',
+      content: answer,
+      tool_calls: JSON.stringify(calls),
+      tool_call_count: calls.length,
+      cancelled: cancelled ? 1 : 0,
+      error: failure ? (failure.code ?? CommonErrorCode.Internal) : null,
+      prompt_tokens: usage.prompt_tokens,
+      completion_tokens: usage.completion_tokens,
+      latency_ms: latencyMs,
+      created_at: finishedAt,
+    });
+    await store.updateSession(db, session.id, {
+      conversation_id: conversationId,
+      model,
+      updated_at: finishedAt,
+    });
+    if (failure) {
+      if (failure.status >= 500) this.deps.logger.error({ err: failure.cause ?? failure }, 'playground turn failed');
+      await this.#log(session.id, 'ERROR', 'turn failed', {
+        code: failure.code,
+        message: failure.expose ? failure.message : 'Internal error',
+      });
+      yield { type: 'error', error: failure, message_id: answerId };
+      return;
+    }
+    await this.#log(session.id, cancelled ? 'WARN' : 'INFO', cancelled ? 'turn cancelled' : 'turn finished', {
+      latency_ms: latencyMs,
+      total_tokens: usage.total_tokens,
+      tool_calls: calls.length,
+    });
+    yield { type: 'end', message_id: answerId, cancelled, usage, latency_ms: latencyMs };
+  }
+
+  /** Runs a turn to its end and returns the answer (the JSON form of the chat route). */
+  async complete(caller: Caller, sessionId: string, message: string, signal: AbortSignal): Promise<ChatResponse> {
+    let content = '';
+    const calls = new Map<string, ToolCallRecord>();
+    for await (const event of this.turn(caller, sessionId, message, signal)) {
+      switch (event.type) {
+        case 'token':
+          content += event.content;
+          break;
+        case 'tool_call':
+          calls.set(event.id, { id: event.id, name: event.name, args: event.args });
+          break;
+        case 'tool_result':
+          Object.assign(calls.get(event.id) ?? {}, { result: event.content, is_error: event.is_error });
+          break;
+        case 'error':
+          throw event.error;
+        case 'end':
+          return {
+            message_id: event.message_id,
+            role: 'assistant',
+            content,
+            timestamp: this.deps.now().toISOString(),
+            tool_calls: [...calls.values()],
+            usage: event.usage,
+            cancelled: event.cancelled,
+          };
+      }
+    }
+    throw toAppError(new Error('the playground turn ended without an answer'));
+  }
+
+  async traces(caller: Caller, sessionId: string, limit: number): Promise<Trace[]> {
+    const session = await this.#session(caller, sessionId);
+    return (await store.spansOf(this.deps.db, session.id, limit)).map(toTrace);
+  }
+
+  async logs(caller: Caller, sessionId: string, minimum: LogLevel, limit: number): Promise<LogEntry[]> {
+    const session = await this.#session(caller, sessionId);
+    const rows = await store.logsOf(this.deps.db, session.id, LOG_LEVELS[minimum], limit);
+    return rows.map((row) => ({
+      timestamp: row.created_at,
+      level: LEVEL_NAMES[row.level] ?? 'INFO',
+      message: row.message,
+      attributes: parseObject(row.attributes),
+    }));
+  }
+
+  async metrics(caller: Caller, sessionId: string): Promise<Metrics> {
+    const session = await this.#session(caller, sessionId);
+    const totals = await store.sessionTotals(this.deps.db, session.id);
+    return {
+      session_id: session.id,
+      message_count: totals.messageCount,
+      total_tokens: totals.promptTokens + totals.completionTokens,
+      average_latency_ms: totals.averageLatencyMs,
+      error_count: totals.errorCount,
+      tool_call_count: totals.toolCallCount,
+    };
+  }
+
+  /** Data export: the user's sessions with their transcripts, spans and logs. */
+  async exportOf(userId: string) {
+    const { db } = this.deps;
+    const sessions = await store.sessionsOf(db, userId);
+    const messages = await store.messagesOf(
+      db,
+      sessions.map((s) => s.id),
+    );
+    return Promise.all(
+      sessions.map(async (row) => ({
+        ...toSession(row),
+        messages: messages.filter((m) => m.session_id === row.id).map(toMessage),
+        traces: (await store.spansOf(db, row.id, Number.MAX_SAFE_INTEGER)).map(toTrace),
+        logs: (await store.logsOf(db, row.id, 0, Number.MAX_SAFE_INTEGER)).map((log) => ({
+          timestamp: log.created_at,
+          level: LEVEL_NAMES[log.level] ?? 'INFO',
+          message: log.message,
+          attributes: parseObject(log.attributes),
+        })),
+      })),
+    );
+  }
+
+  async #session(caller: Caller, id: string): Promise<store.SessionRow> {
+    const row = await store.findSession(this.deps.db, personOrMissing(caller, id), id);
+    if (!row) throw sessionNotFound(id);
+    return row;
+  }
+
+  #keepSpan(sessionId: string, span: FinishedSpan): void {
+    const write = store
+      .insertSpan(this.deps.db, {
+        span_id: span.spanId,
+        trace_id: span.traceId,
+        parent_span_id: span.parentSpanId,
+        session_id: sessionId,
+        operation: span.name,
+        status: span.status,
+        duration_ms: span.durationMs,
+        attributes: JSON.stringify(span.attributes),
+        started_at: span.startedAt,
+      })
+      // A session deleted while its turn ran has nowhere to keep the span.
+      .catch((err: unknown) => this.deps.logger.debug({ err, sessionId }, 'playground span not kept'))
+      .finally(() => this.#spanWrites.delete(write));
+    this.#spanWrites.add(write);
+  }
+
+  async #log(sessionId: string, level: LogLevel, message: string, attributes: Record<string, unknown>) {
+    await store.appendLog(this.deps.db, {
+      id: randomUUID(),
+      session_id: sessionId,
+      level: LOG_LEVELS[level],
+      message,
+      attributes: JSON.stringify(attributes),
+      created_at: this.deps.now().toISOString(),
+    });
+  }
+}
+
+/** The user a caller is; a service principal has no playground sessions (403). */
+function personOf(caller: Caller): string {
+  const userId = userIdOf(caller);
+  if (userId === undefined) throw peopleOnly();
+  return userId;
+}
+
+/** The user a caller is, for a named session: a service principal finds none (404, spec "Errors" 11). */
+function personOrMissing(caller: Caller, sessionId: string): string {
+  const userId = userIdOf(caller);
+  if (userId === undefined) throw sessionNotFound(sessionId);
+  return userId;
+}

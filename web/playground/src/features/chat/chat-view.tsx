@@ -1,0 +1,255 @@
+import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import type { ApiClient } from '../../../../shared/api/api-client';
+import { formatNumber } from '../../../../shared/ui/format';
+import type { PlaygroundApi, PlaygroundConfig, Session, Usage } from '../../api/playground-api';
+import type { ChatMessage } from './chat-model';
+import type { SocketStatus } from './chat-socket';
+import { Composer } from './composer';
+import { MessageView } from './message-view';
+import { useChat, type Turn } from './use-chat';
+
+export interface ChatViewProps {
+  client: ApiClient;
+  api: PlaygroundApi;
+  config: PlaygroundConfig;
+  /** The selected session from the list (name, counts); undefined while none is selected. */
+  session: Session | undefined;
+  sessionId: string | null;
+  /** A first message typed before any session existed, to send once this session is open. */
+  queuedMessage: string | null;
+  onQueuedMessageTaken: () => void;
+  /** Sending with no session selected: create one and send there. */
+  onStartSession: (text: string) => void;
+  onTurnEnd: (usage: Usage | undefined) => void;
+  onAuthLost: () => void;
+  /** The selected session could not be found: drop it from the list. */
+  onSessionMissing: (sessionId: string) => void;
+  startingSession: boolean;
+  startError: string | null;
+  /** Put the cursor in the message box when this session's chat opens. */
+  focusComposer: boolean;
+}
+
+/** The conversation pane: history, the streamed answer, the status line and the message box. */
+export function ChatView(props: ChatViewProps) {
+  if (props.sessionId === null) {
+    return (
+      <section className="chat" aria-label="Chat">
+        <ChatHeader title="New conversation" config={props.config} />
+        <div className="chat__scroll">
+          <EmptyConversation config={props.config} />
+        </div>
+        <div className="chat__footer">
+          {props.startError ? (
+            <p className="form-error" role="alert">
+              {props.startError}
+            </p>
+          ) : null}
+          <StatusLine text={props.startingSession ? 'Creating a session…' : ''} busy={props.startingSession} />
+          <Composer
+            running={false}
+            stopping={false}
+            disabled={props.startingSession}
+            onSend={props.onStartSession}
+            onStop={() => undefined}
+          />
+        </div>
+      </section>
+    );
+  }
+  return <SessionChat key={props.sessionId} {...props} sessionId={props.sessionId} />;
+}
+
+function SessionChat({
+  client,
+  api,
+  config,
+  session,
+  sessionId,
+  queuedMessage,
+  onQueuedMessageTaken,
+  onTurnEnd,
+  onAuthLost,
+  onSessionMissing,
+  focusComposer,
+}: ChatViewProps & { sessionId: string }) {
+  const [turnsEnded, setTurnsEnded] = useState(0);
+  const handleTurnEnd = useCallback(
+    (usage: Usage | undefined) => {
+      setTurnsEnded((n) => n + 1);
+      onTurnEnd(usage);
+    },
+    [onTurnEnd],
+  );
+  const chat = useChat({ client, api, sessionId, onTurnEnd: handleTurnEnd, onAuthLost });
+  const { send, missing } = chat;
+
+  useEffect(() => {
+    if (queuedMessage !== null) {
+      onQueuedMessageTaken();
+      send(queuedMessage);
+    }
+  }, [queuedMessage, onQueuedMessageTaken, send]);
+
+  useEffect(() => {
+    if (missing) onSessionMissing(sessionId);
+  }, [missing, onSessionMissing, sessionId]);
+
+  const scrollRef = useRef<HTMLDivElement>(null);
+  const stickRef = useRef(true);
+  useLayoutEffect(() => {
+    const el = scrollRef.current;
+    if (el && stickRef.current) el.scrollTop = el.scrollHeight;
+  }, [chat.messages]);
+
+  const title = session?.name || chat.detail?.name || 'Untitled session';
+  const model = typeof chat.detail?.metadata?.model === 'string' ? chat.detail.metadata.model : config.model;
+  const totalTokens = Number(chat.detail?.metadata?.total_tokens);
+
+  return (
+    <section className="chat" aria-label="Chat">
+      <ChatHeader
+        title={title}
+        config={config}
+        model={model}
+        totalTokens={Number.isFinite(totalTokens) ? totalTokens : undefined}
+        connection={chat.connection}
+      />
+      <div
+        ref={scrollRef}
+        className="chat__scroll"
+        role="region"
+        aria-label="Conversation"
+        tabIndex={0}
+        onScroll={(event) => {
+          const el = event.currentTarget;
+          stickRef.current = el.scrollHeight - el.scrollTop - el.clientHeight < 80;
+        }}
+      >
+        {chat.loading && chat.messages.length === 0 ? (
+          <p className="chat__placeholder">
+            <span className="spinner" aria-hidden="true" /> Loading the conversation…
+          </p>
+        ) : null}
+        {chat.loadError ? (
+          <div className="chat__placeholder" role="alert">
+            <p>{chat.loadError}</p>
+            {!chat.missing ? (
+              <button type="button" className="button" onClick={chat.reload}>
+                Try again
+              </button>
+            ) : null}
+          </div>
+        ) : null}
+        {!chat.loading && !chat.loadError && chat.messages.length === 0 ? <EmptyConversation config={config} /> : null}
+        {chat.messages.length > 0 ? (
+          <div className="messages">
+            {chat.messages.map((message) => (
+              <MessageView key={message.key} message={message} />
+            ))}
+          </div>
+        ) : null}
+      </div>
+      <div className="chat__footer">
+        <StatusLine
+          text={statusText(chat.turn, chat.messages, turnsEnded > 0)}
+          busy={chat.turn !== null}
+          via={chat.turn?.via}
+        />
+        <Composer
+          running={chat.turn !== null}
+          stopping={chat.turn?.stopping ?? false}
+          disabled={chat.missing}
+          autoFocus={focusComposer}
+          onSend={chat.send}
+          onStop={chat.stop}
+        />
+      </div>
+    </section>
+  );
+}
+
+function statusText(turn: Turn | null, messages: ChatMessage[], afterTurn: boolean): string {
+  const last = messages[messages.length - 1];
+  if (turn) {
+    if (turn.stopping) return 'Stopping…';
+    if (!last || last.role !== 'assistant' || last.parts.length === 0) return 'Thinking…';
+    const part = last.parts[last.parts.length - 1];
+    if (part?.kind === 'tool' && !part.done) return `Running tool ${part.name}…`;
+    return 'Writing the answer…';
+  }
+  if (!afterTurn || last?.role !== 'assistant') return '';
+  if (last.status === 'stopped') return 'Stopped.';
+  if (last.status === 'failed') return 'The answer failed.';
+  const tokens = last.usage?.total_tokens;
+  return tokens !== undefined ? `Answer complete, ${formatNumber(tokens)} tokens.` : 'Answer complete.';
+}
+
+/** The polite live region: what the assistant is doing, announced without interrupting. */
+function StatusLine({ text, busy, via }: { text: string; busy: boolean; via?: 'socket' | 'http' }) {
+  return (
+    <div className="status-line">
+      <p role="status" aria-live="polite" className="status-line__text">
+        {busy ? <span className="spinner" aria-hidden="true" /> : null}
+        {text}
+      </p>
+      {busy && via === 'http' ? <span className="badge badge--info">over HTTP</span> : null}
+    </div>
+  );
+}
+
+const CONNECTION_LABELS: Record<SocketStatus, { text: string; tone: string; title: string }> = {
+  open: { text: 'Live', tone: 'success', title: 'Connected over WebSocket' },
+  connecting: { text: 'Connecting…', tone: 'warning', title: 'Opening the WebSocket' },
+  unavailable: {
+    text: 'HTTP streaming',
+    tone: 'info',
+    title: 'The WebSocket is not available; answers stream over HTTP',
+  },
+  closed: { text: 'Offline', tone: 'danger', title: 'Not connected' },
+};
+
+function ChatHeader({
+  title,
+  config,
+  model,
+  totalTokens,
+  connection,
+}: {
+  title: string;
+  config: PlaygroundConfig;
+  model?: string;
+  totalTokens?: number;
+  connection?: SocketStatus;
+}) {
+  const label = connection ? CONNECTION_LABELS[connection] : undefined;
+  return (
+    <header className="chat__header">
+      <h2 className="chat__title">{title}</h2>
+      <div className="chat__facts">
+        <span className="badge" title={`Provider: ${config.llm_provider}`}>
+          {model ?? config.model}
+        </span>
+        {totalTokens !== undefined ? <span className="badge">{formatNumber(totalTokens)} tokens</span> : null}
+        {label ? (
+          <span className={`badge badge--${label.tone} connection`} title={label.title}>
+            <span className="connection__dot" aria-hidden="true" />
+            {label.text}
+          </span>
+        ) : null}
+      </div>
+    </header>
+  );
+}
+
+function EmptyConversation({ config }: { config: PlaygroundConfig }) {
+  return (
+    <div className="empty-chat">
+      <h3 className="empty-chat__title">Start a conversation</h3>
+      <p className="empty-chat__text">
+        Messages go to <strong>{config.model}</strong> ({config.llm_provider}). Answers stream in as they are written;
+        every tool call shows its arguments and result, and the Trace panel shows where the time went.
+      </p>
+    </div>
+  );
+}

@@ -1,0 +1,302 @@
+import { useCallback, useEffect, useId, useRef, useState } from 'react';
+import type { ApiClient, CurrentUser } from '../../shared/api/api-client';
+import { describeError } from '../../shared/api/api-error';
+import { useMediaQuery } from '../../shared/ui/use-media-query';
+import type { PlaygroundApi, PlaygroundConfig } from './api/playground-api';
+import { ChatView } from './features/chat/chat-view';
+import { ObservabilityPanel } from './features/observability/observability-panel';
+import { SessionList, sessionName } from './features/sessions/session-list';
+import { useSessions } from './features/sessions/use-sessions';
+import { ActivityIcon, CloseIcon, MenuIcon } from './ui/icons';
+
+/** Below this width the session list is a drawer. */
+const NARROW = '(max-width: 760px)';
+/** From this width the trace panel sits beside the chat; below it, it is a drawer. */
+const WIDE = '(min-width: 1100px)';
+const TRACE_PREF_KEY = 'agent-service.playground.trace-open';
+
+function sessionFromHash(): string | null {
+  const match = /(?:^#|&)session=([^&]+)/.exec(window.location.hash);
+  return match?.[1] ? decodeURIComponent(match[1]) : null;
+}
+
+function readTracePreference(): boolean {
+  try {
+    return localStorage.getItem(TRACE_PREF_KEY) === 'true';
+  } catch {
+    return false;
+  }
+}
+
+/** Moves focus into a drawer when it opens and back to its toggle when it closes. */
+function useDrawerFocus(open: boolean, overlay: boolean) {
+  const drawerRef = useRef<HTMLElement>(null);
+  const toggleRef = useRef<HTMLButtonElement>(null);
+  const wasOpen = useRef(open);
+  useEffect(() => {
+    if (overlay && open && !wasOpen.current) drawerRef.current?.focus();
+    if (overlay && !open && wasOpen.current && drawerRef.current === null) toggleRef.current?.focus();
+    wasOpen.current = open;
+  }, [open, overlay]);
+  return { drawerRef, toggleRef };
+}
+
+export interface WorkspaceProps {
+  client: ApiClient;
+  api: PlaygroundApi;
+  config: PlaygroundConfig;
+  user: CurrentUser;
+  onSignOut: () => Promise<void>;
+}
+
+/** The signed-in screen: sessions, the chat, and the observability panel, laid out for the screen at hand. */
+export function Workspace({ client, api, config, user, onSignOut }: WorkspaceProps) {
+  const sessions = useSessions(api);
+  const { refresh: refreshSessions, forget: forgetSession, create: createSession } = sessions;
+  const [activeId, setActiveId] = useState<string | null>(sessionFromHash);
+  const [queued, setQueued] = useState<{ sessionId: string; text: string } | null>(null);
+  const [creating, setCreating] = useState(false);
+  const [startError, setStartError] = useState<string | null>(null);
+  const [createError, setCreateError] = useState<string | null>(null);
+  /** The session just made with New session: its message box takes the focus. */
+  const [createdId, setCreatedId] = useState<string | null>(null);
+  const [refreshKey, setRefreshKey] = useState(0);
+  const [traceOpen, setTraceOpen] = useState(readTracePreference);
+  const [sessionsOpen, setSessionsOpen] = useState(false);
+  const [signingOut, setSigningOut] = useState(false);
+
+  const narrow = useMediaQuery(NARROW);
+  const wide = useMediaQuery(WIDE);
+  const sessionsOverlay = narrow;
+  const traceOverlay = !wide;
+  const showSessions = !sessionsOverlay || sessionsOpen;
+  const { drawerRef: sessionsDrawerRef, toggleRef: sessionsToggleRef } = useDrawerFocus(sessionsOpen, sessionsOverlay);
+  const { drawerRef: traceDrawerRef, toggleRef: traceToggleRef } = useDrawerFocus(traceOpen, traceOverlay);
+  const sessionsPanelId = useId();
+  const tracePanelId = useId();
+  const traceHeadingId = useId();
+
+  const active = sessions.sessions.find((s) => s.session_id === activeId);
+
+  // Keep the selected session in the address, so a reload comes back to it.
+  useEffect(() => {
+    const hash = activeId ? `#session=${encodeURIComponent(activeId)}` : '';
+    if (window.location.hash !== hash) {
+      window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}${hash}`);
+    }
+  }, [activeId]);
+
+  useEffect(() => {
+    document.title = active ? `${sessionName(active)} · Playground` : 'Playground · Agent Service';
+  }, [active]);
+
+  useEffect(() => {
+    try {
+      localStorage.setItem(TRACE_PREF_KEY, String(traceOpen));
+    } catch {
+      // A preference that is not remembered is no loss.
+    }
+  }, [traceOpen]);
+
+  // An overlay drawer closes with Escape.
+  const overlayOpen = (sessionsOverlay && sessionsOpen) || (traceOverlay && traceOpen);
+  useEffect(() => {
+    if (!overlayOpen) return undefined;
+    const onKey = (event: KeyboardEvent) => {
+      if (event.key !== 'Escape' || event.defaultPrevented) return;
+      if (document.querySelector('dialog[open]')) return;
+      setSessionsOpen(false);
+      if (traceOverlay) setTraceOpen(false);
+    };
+    window.addEventListener('keydown', onKey);
+    return () => window.removeEventListener('keydown', onKey);
+  }, [overlayOpen, traceOverlay]);
+
+  const select = useCallback((id: string) => {
+    setActiveId(id);
+    setStartError(null);
+    setSessionsOpen(false);
+  }, []);
+
+  const newSession = useCallback(async () => {
+    setCreating(true);
+    setCreateError(null);
+    try {
+      const session = await createSession();
+      setCreatedId(session.session_id);
+      select(session.session_id);
+    } catch (failure) {
+      setCreateError(describeError(failure));
+    } finally {
+      setCreating(false);
+    }
+  }, [createSession, select]);
+
+  const startSession = useCallback(
+    async (text: string) => {
+      setCreating(true);
+      setStartError(null);
+      try {
+        const firstLine = text.split('\n')[0]?.trim() ?? '';
+        const name = firstLine.length > 60 ? `${firstLine.slice(0, 57).trimEnd()}…` : firstLine;
+        const session = await createSession(name || undefined);
+        setQueued({ sessionId: session.session_id, text });
+        select(session.session_id);
+      } catch (failure) {
+        setStartError(describeError(failure));
+      } finally {
+        setCreating(false);
+      }
+    },
+    [createSession, select],
+  );
+
+  const takeQueued = useCallback(() => setQueued(null), []);
+  const onTurnEnd = useCallback(() => {
+    setRefreshKey((n) => n + 1);
+    refreshSessions();
+  }, [refreshSessions]);
+  const onAuthLost = useCallback(() => client.forget(), [client]);
+  const onSessionMissing = useCallback((id: string) => forgetSession(id), [forgetSession]);
+  const onDeleted = useCallback((id: string) => setActiveId((current) => (current === id ? null : current)), []);
+
+  const chatInert = overlayOpen;
+  return (
+    <div className="app">
+      <header className="topbar">
+        {sessionsOverlay ? (
+          <button
+            ref={sessionsToggleRef}
+            type="button"
+            className="icon-button topbar__menu"
+            aria-label="Sessions"
+            aria-expanded={sessionsOpen}
+            aria-controls={sessionsPanelId}
+            onClick={() => {
+              setSessionsOpen((open) => !open);
+              if (traceOverlay) setTraceOpen(false);
+            }}
+          >
+            <MenuIcon />
+          </button>
+        ) : null}
+        <h1 className="brand">
+          <span className="brand__mark" aria-hidden="true" />
+          <span className="brand__name">Playground</span>
+          <span className="brand__version">v{config.version}</span>
+        </h1>
+        <div className="topbar__spacer" />
+        <button
+          ref={traceToggleRef}
+          type="button"
+          className="button topbar__trace"
+          aria-expanded={traceOpen}
+          aria-controls={tracePanelId}
+          data-active={traceOpen}
+          onClick={() => {
+            setTraceOpen((open) => !open);
+            setSessionsOpen(false);
+          }}
+        >
+          <ActivityIcon />
+          Trace
+        </button>
+        <span className="topbar__user" title={user.email ?? user.username}>
+          {user.username}
+        </span>
+        <button
+          type="button"
+          className="button button--ghost"
+          disabled={signingOut}
+          onClick={() => {
+            setSigningOut(true);
+            void onSignOut();
+          }}
+        >
+          Sign out
+        </button>
+      </header>
+
+      <div className="workspace" data-trace={traceOpen && !traceOverlay ? 'inline' : 'none'}>
+        {showSessions ? (
+          <aside
+            ref={sessionsDrawerRef}
+            id={sessionsPanelId}
+            className={sessionsOverlay ? 'sidebar drawer drawer--left' : 'sidebar'}
+            aria-label="Sessions"
+            tabIndex={sessionsOverlay ? -1 : undefined}
+            inert={traceOverlay && traceOpen && !sessionsOverlay ? true : undefined}
+          >
+            {sessionsOverlay ? (
+              <button
+                type="button"
+                className="icon-button drawer__close"
+                aria-label="Close session list"
+                onClick={() => setSessionsOpen(false)}
+              >
+                <CloseIcon />
+              </button>
+            ) : null}
+            <SessionList
+              state={sessions}
+              activeId={activeId}
+              onSelect={select}
+              onNew={() => void newSession()}
+              creating={creating}
+              createError={createError}
+              onDeleted={onDeleted}
+            />
+          </aside>
+        ) : null}
+
+        <main className="workspace__main" inert={chatInert ? true : undefined}>
+          <ChatView
+            client={client}
+            api={api}
+            config={config}
+            session={active}
+            sessionId={activeId}
+            queuedMessage={queued && queued.sessionId === activeId ? queued.text : null}
+            onQueuedMessageTaken={takeQueued}
+            onStartSession={(text) => void startSession(text)}
+            onTurnEnd={onTurnEnd}
+            onAuthLost={onAuthLost}
+            onSessionMissing={onSessionMissing}
+            startingSession={creating}
+            startError={startError}
+            focusComposer={createdId !== null && createdId === activeId}
+          />
+        </main>
+
+        {traceOpen ? (
+          <aside
+            ref={traceDrawerRef}
+            id={tracePanelId}
+            className={traceOverlay ? 'trace-panel drawer drawer--right' : 'trace-panel'}
+            aria-labelledby={traceHeadingId}
+            tabIndex={traceOverlay ? -1 : undefined}
+          >
+            <ObservabilityPanel
+              api={api}
+              sessionId={activeId}
+              refreshKey={refreshKey}
+              headingId={traceHeadingId}
+              onClose={() => setTraceOpen(false)}
+            />
+          </aside>
+        ) : null}
+
+        {overlayOpen ? (
+          <div
+            className="backdrop"
+            aria-hidden="true"
+            onClick={() => {
+              setSessionsOpen(false);
+              if (traceOverlay) setTraceOpen(false);
+            }}
+          />
+        ) : null}
+      </div>
+    </div>
+  );
+}
