@@ -301,6 +301,39 @@ describe('the playground WebSocket', () => {
     expect(client.closed).toBeUndefined();
   });
 
+  it('limits messages per minute, answering the one over the limit with an error', async () => {
+    const { app, token, session } = await setUp({ MCP_TOOL_CALLS_PER_MINUTE: '2' });
+    const client = await authenticated(app, session, token);
+    for (let i = 0; i < 2; i++) {
+      client.send({ type: 'chat', message: `Hello ${i}` });
+      expect(await client.next('end')).toMatchObject({ cancelled: false });
+    }
+    client.send({ type: 'chat', message: 'One too many' });
+    expect(await client.next()).toMatchObject({ type: 'error', code: 'RATE_LIMIT' });
+    client.send({ type: 'ping' });
+    expect(await client.next()).toEqual({ type: 'pong' });
+    const detail = await playground(app, 'GET', `/api/playground/sessions/${session}`, { token });
+    expect(detail.body.messages).toHaveLength(4);
+  });
+
+  it("limits a user's concurrent turns across sessions and sockets", async () => {
+    const { app, token, session, fake } = await setUpWithSlowModel({ MCP_MAX_CONCURRENT_STREAMS: '1' });
+    const other = await newSession(app, token, 'Other');
+    const first = await authenticated(app, session, token);
+    const second = await authenticated(app, other, token);
+    first.send({ type: 'chat', message: 'Long one' });
+    await first.next('token');
+    second.send({ type: 'chat', message: 'At the same time' });
+    expect(await second.next('error')).toMatchObject({ code: 'RATE_LIMIT' });
+    first.send({ type: 'cancel' });
+    await first.next('end');
+    // With the first turn over, the second socket may chat.
+    fake.chunkDelayMs = 0;
+    fake.replies.push({ text: 'Now it is your turn.' });
+    second.send({ type: 'chat', message: 'Now?' });
+    expect(await second.next('end')).toMatchObject({ cancelled: false });
+  });
+
   it('closes cleanly when the service stops', async () => {
     const { app, token, session } = await setUp();
     const client = await authenticated(app, session, token);
