@@ -24,9 +24,10 @@ import {
   type PlaygroundEvent,
   type PlaygroundService,
 } from '../src/modules/playground/index.js';
-import { type Caller, CallerErrorCode, userIdOf } from '../src/ports/caller.js';
+import { type Caller, CallerErrorCode } from '../src/ports/caller.js';
 import { type StreamSlot, openStreamSlot } from './stream-slot.js';
-import { authTokenOf, checkHandshake, closeCodeFor, refuseUpgrade, requestIdOf } from './websocket.js';
+import { awaitAuthMessage } from './first-message-auth.js';
+import { checkHandshake, refuseUpgrade, requestIdOf } from './websocket.js';
 
 /** The playground socket of one session: `/ws/playground/{session_id}`. */
 const SOCKET_PATH = /^\/ws\/playground\/([A-Za-z0-9._~-]{1,64})$/;
@@ -204,71 +205,36 @@ export class PlaygroundSocketEndpoint {
   }
 
   #awaitAuth(ws: WebSocket, sessionId: string, requestId: string, cookie: string | undefined): void {
-    this.#pending.add(ws);
-    /** Messages sent behind the auth message, delivered once the caller is known. */
-    const early: Buffer[] = [];
-    let received = false;
-    const settle = () => {
-      clearTimeout(timer);
-      this.#pending.delete(ws);
-      ws.off('message', onMessage);
-    };
-    const refuse = (thrown: unknown) => {
-      settle();
-      const error = toAppError(thrown);
-      const { message } = errorFields(error);
-      this.deps.logger.warn({ req: { id: requestId }, status: error.status }, `playground socket refused: ${message}`);
-      if (ws.readyState !== ws.OPEN) return;
-      ws.send(JSON.stringify({ type: 'auth_error', message }));
-      ws.close(closeCodeFor(error.status), message.slice(0, 120));
-    };
-    const timer = setTimeout(
-      () => refuse(new UnauthorizedError('No auth message received in time', { code: CallerErrorCode.InvalidToken })),
-      this.deps.authTimeoutMs,
-    );
-    timer.unref();
-    const onMessage = (data: Buffer) => {
-      if (received) {
-        if (early.length < 8) early.push(data);
-        return;
-      }
-      received = true;
-      const token = authTokenOf(data);
-      if (token === undefined)
-        return refuse(
-          new UnauthorizedError('The first message must be {"type":"auth","token":"…"}', {
-            code: CallerErrorCode.InvalidToken,
-          }),
-        );
-      void this.#callerOf(token, cookie)
-        .then(async (caller) => {
-          try {
-            await this.deps.playground.session(caller, sessionId);
-          } catch (thrown) {
-            settle();
-            const error = toAppError(thrown);
-            if (ws.readyState === ws.OPEN) {
-              ws.send(JSON.stringify({ type: 'error', ...errorFields(error) }));
-              ws.close(error.status === 404 ? CLOSE_NOT_FOUND : closeCodeFor(error.status), 'session not found');
-            }
-            return;
-          }
-          if (ws.readyState !== ws.OPEN) return settle();
-          settle();
-          const slot = openStreamSlot(this.deps, caller, {
-            server: 'playground',
-            limited: false,
-            endsWith: ws,
-            onStop: () => ws.close(1001, 'server shutting down'),
-            heartbeat: { intervalMs: this.deps.heartbeatMs, beat: () => this.#beat(ws) },
-          });
-          ws.send(JSON.stringify({ type: 'auth_success', user_id: userIdOf(caller) ?? caller.subject }));
-          this.#serve(ws, caller, sessionId, slot, early);
-        })
-        .catch(refuse);
-    };
-    ws.on('message', onMessage);
-    ws.once('close', settle);
+    awaitAuthMessage({
+      ws,
+      pending: this.#pending,
+      requestId,
+      url: '/ws/playground',
+      logger: this.deps.logger,
+      timeoutMs: this.deps.authTimeoutMs,
+      maxEarlyBytes: this.#maxFrameBytes * 8,
+      authenticate: (token) => this.#callerOf(token, cookie),
+      accept: async (caller) => {
+        try {
+          await this.deps.playground.session(caller, sessionId);
+        } catch (thrown) {
+          const error = toAppError(thrown);
+          if (error.status !== 404) throw error;
+          // The session is missing or someone else's: said as an error, as on every other playground route.
+          ws.send(JSON.stringify({ type: 'error', ...errorFields(error) }));
+          ws.close(CLOSE_NOT_FOUND, 'session not found');
+          return undefined;
+        }
+        const slot = openStreamSlot(this.deps, caller, {
+          server: 'playground',
+          limited: false,
+          endsWith: ws,
+          onStop: () => ws.close(1001, 'server shutting down'),
+          heartbeat: { intervalMs: this.deps.heartbeatMs, beat: () => this.#beat(ws) },
+        });
+        return (early) => this.#serve(ws, caller, sessionId, slot, early);
+      },
+    });
   }
 
   /**

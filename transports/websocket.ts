@@ -19,7 +19,8 @@ import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { guardTransport } from '../src/mcp/guard.js';
 import { authInfoFor } from '../src/mcp/server.js';
-import { type Caller, CallerErrorCode, userIdOf } from '../src/ports/caller.js';
+import { type Caller, CallerErrorCode } from '../src/ports/caller.js';
+import { awaitAuthMessage } from './first-message-auth.js';
 import { type StreamSlot, openStreamSlot } from './stream-slot.js';
 
 export const WEBSOCKET_PATH = '/mcp/ws';
@@ -125,14 +126,9 @@ export interface WebSocketDeps {
 export const MCP_SUBPROTOCOL = 'mcp';
 /** A browser's way to present an access token: the subprotocol `bearer.<token>`, offered next to `mcp`. */
 export const BEARER_SUBPROTOCOL_PREFIX = 'bearer.';
-/** Close codes of a socket refused after the upgrade (first-message authentication), mirroring HTTP statuses. */
-export const CLOSE_CODES = { unauthenticated: 4401, forbidden: 4403, rateLimited: 4429, internalError: 1011 } as const;
 const AUTH_TIMEOUT_MS = 5_000;
-/** How many messages a client may send behind its auth message before the token is checked. */
-const MAX_EARLY_MESSAGES = 32;
 const MAX_PENDING_AUTH = 256;
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
-const TOKEN = /^[A-Za-z0-9\-._~+/]+=*$/;
 /** A token as a subprotocol must be an HTTP token itself: access tokens (JWTs, base64url) are. */
 const SUBPROTOCOL_TOKEN = /^[A-Za-z0-9\-._~+]+$/;
 const WEBSOCKET_KEY = /^[+/0-9A-Za-z]{22}==$/;
@@ -220,26 +216,6 @@ export function refuseUpgrade(
 export function requestIdOf(req: IncomingMessage): string {
   const given = req.headers['x-request-id'];
   return typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
-}
-
-/** The token of a first message `{"type":"auth","token":"…"}`, if that is what it is. */
-export function authTokenOf(data: Buffer): string | undefined {
-  let message: unknown;
-  try {
-    message = JSON.parse(data.toString('utf8'));
-  } catch {
-    return undefined;
-  }
-  if (typeof message !== 'object' || message === null) return undefined;
-  const { type, token } = message as Record<string, unknown>;
-  return type === 'auth' && typeof token === 'string' && TOKEN.test(token) ? token : undefined;
-}
-
-export function closeCodeFor(status: number): number {
-  if (status === 401) return CLOSE_CODES.unauthenticated;
-  if (status === 403) return CLOSE_CODES.forbidden;
-  if (status === 429) return CLOSE_CODES.rateLimited;
-  return CLOSE_CODES.internalError;
 }
 
 /**
@@ -376,68 +352,21 @@ export class WebSocketEndpoint {
    * limit). Messages sent while the token is checked are kept and delivered once it is accepted.
    */
   #awaitAuthMessage(ws: WebSocket, requestId: string): void {
-    const { logger } = this.deps;
-    this.#pending.add(ws);
-    const early: Buffer[] = [];
-    let earlyBytes = 0;
-    let received = false;
-    const settle = () => {
-      clearTimeout(timer);
-      this.#pending.delete(ws);
-      ws.off('message', onMessage);
-    };
-    const refuse = (thrown: unknown) => {
-      settle();
-      const error = toAppError(thrown);
-      const message = error.expose ? error.message : 'Internal server error';
-      if (error.status >= 500)
-        logger.error({ req: { id: requestId }, err: error.cause ?? error }, 'websocket auth failed');
-      else
-        logger.warn(
-          { req: { id: requestId }, url: WEBSOCKET_PATH, status: error.status },
-          `websocket auth refused: ${message}`,
-        );
-      if (ws.readyState !== ws.OPEN) return;
-      ws.send(JSON.stringify({ type: 'auth_error', message }));
-      ws.close(closeCodeFor(error.status), message.slice(0, 120));
-    };
-    const timer = setTimeout(
-      () => refuse(new UnauthorizedError('No auth message received in time', { code: CallerErrorCode.InvalidToken })),
-      this.deps.authTimeoutMs ?? AUTH_TIMEOUT_MS,
-    );
-    timer.unref();
-    const onMessage = (data: Buffer) => {
-      if (received) {
-        early.push(data);
-        earlyBytes += data.length;
-        // A client may pipeline a few messages behind its auth message, not flood the server before it is known.
-        if (early.length > MAX_EARLY_MESSAGES || earlyBytes > this.deps.maxPayloadBytes) {
-          settle();
-          ws.close(1008, 'too many messages before authentication');
-        }
-        return;
-      }
-      received = true;
-      const token = authTokenOf(data);
-      if (token === undefined)
-        return refuse(
-          new UnauthorizedError('The first message must be {"type":"auth","token":"<access token>"}', {
-            code: CallerErrorCode.InvalidToken,
-          }),
-        );
-      void this.deps
-        .resolveCaller({ authorization: `Bearer ${token}` })
-        .then((caller) => {
-          if (ws.readyState !== ws.OPEN) return settle();
-          const slot = this.#openSlot(caller, ws, () => ws);
-          settle();
-          ws.send(JSON.stringify({ type: 'auth_success', user_id: userIdOf(caller) ?? caller.subject }));
-          void this.#serve(ws, caller, slot, early);
-        })
-        .catch(refuse);
-    };
-    ws.on('message', onMessage);
-    ws.once('close', settle);
+    awaitAuthMessage({
+      ws,
+      pending: this.#pending,
+      requestId,
+      url: WEBSOCKET_PATH,
+      logger: this.deps.logger,
+      timeoutMs: this.deps.authTimeoutMs ?? AUTH_TIMEOUT_MS,
+      maxEarlyBytes: this.deps.maxPayloadBytes,
+      authenticate: (token) => this.deps.resolveCaller({ authorization: `Bearer ${token}` }),
+      accept: (caller) => {
+        // Over the caller's stream limit, this throws the 429 the auth_error reports.
+        const slot = this.#openSlot(caller, ws, () => ws);
+        return Promise.resolve((early: Buffer[]) => void this.#serve(ws, caller, slot, early));
+      },
+    });
   }
 
   async #serve(ws: WebSocket, caller: Caller, slot: StreamSlot, early: Buffer[]): Promise<void> {

@@ -4,6 +4,7 @@ import {
   ROOT_CONTEXT,
   type Span,
   SpanKind,
+  type SpanOptions,
   SpanStatusCode,
   type Tracer,
   trace,
@@ -76,30 +77,20 @@ export function startTurnSpan(
   return { span, context: trace.setSpan(ROOT_CONTEXT, span) };
 }
 
-/** Runs one model call in a `chat <model>` span; `run` reports the call's usage. */
-export async function inModelSpan<T extends { usage: Usage }>(
+/** Runs `run` in a span that fails with what it throws (or as cancelled, once `signal` is aborted). */
+async function inSpan<T>(
   tracer: Tracer,
   parent: Context | undefined,
-  model: ModelInfo,
+  name: string,
+  options: SpanOptions,
   run: () => Promise<T>,
-  signal?: AbortSignal,
+  succeeded: (span: Span, result: T) => void,
+  signal: AbortSignal | undefined,
 ): Promise<T> {
-  const span = tracer.startSpan(
-    `chat ${model.model}`,
-    {
-      kind: SpanKind.CLIENT,
-      attributes: {
-        [ATTR_GEN_AI_OPERATION_NAME]: 'chat',
-        [ATTR_GEN_AI_PROVIDER_NAME]: model.provider,
-        [ATTR_GEN_AI_REQUEST_MODEL]: model.model,
-      },
-    },
-    parent,
-  );
+  const span = tracer.startSpan(name, options, parent);
   try {
     const result = await run();
-    span.setAttributes({ ...usageAttributes(result.usage), [ATTR_GEN_AI_RESPONSE_MODEL]: model.model });
-    span.setStatus({ code: SpanStatusCode.OK });
+    succeeded(span, result);
     return result;
   } catch (error) {
     failSpan(span, error, signal?.aborted === true);
@@ -109,38 +100,59 @@ export async function inModelSpan<T extends { usage: Usage }>(
   }
 }
 
+/** Runs one model call in a `chat <model>` span; `run` reports the call's usage. */
+export function inModelSpan<T extends { usage: Usage }>(
+  tracer: Tracer,
+  parent: Context | undefined,
+  model: ModelInfo,
+  run: () => Promise<T>,
+  signal?: AbortSignal,
+): Promise<T> {
+  const attributes = {
+    [ATTR_GEN_AI_OPERATION_NAME]: 'chat',
+    [ATTR_GEN_AI_PROVIDER_NAME]: model.provider,
+    [ATTR_GEN_AI_REQUEST_MODEL]: model.model,
+  };
+  return inSpan(
+    tracer,
+    parent,
+    `chat ${model.model}`,
+    { kind: SpanKind.CLIENT, attributes },
+    run,
+    (span, result) => {
+      span.setAttributes({ ...usageAttributes(result.usage), [ATTR_GEN_AI_RESPONSE_MODEL]: model.model });
+      span.setStatus({ code: SpanStatusCode.OK });
+    },
+    signal,
+  );
+}
+
 /** Runs one tool call in an `execute_tool <tool>` span; a result marked as an error fails the span. */
-export async function inToolSpan<T extends { isError?: boolean }>(
+export function inToolSpan<T extends { isError?: boolean }>(
   tracer: Tracer,
   parent: Context | undefined,
   tool: { name: string; callId: string },
   run: () => Promise<T>,
   signal?: AbortSignal,
 ): Promise<T> {
-  const span = tracer.startSpan(
-    `execute_tool ${tool.name}`,
-    {
-      kind: SpanKind.INTERNAL,
-      attributes: {
-        [ATTR_GEN_AI_OPERATION_NAME]: 'execute_tool',
-        [ATTR_GEN_AI_TOOL_NAME]: tool.name,
-        [ATTR_GEN_AI_TOOL_CALL_ID]: tool.callId,
-        [ATTR_GEN_AI_TOOL_TYPE]: 'function',
-      },
-    },
+  const attributes = {
+    [ATTR_GEN_AI_OPERATION_NAME]: 'execute_tool',
+    [ATTR_GEN_AI_TOOL_NAME]: tool.name,
+    [ATTR_GEN_AI_TOOL_CALL_ID]: tool.callId,
+    [ATTR_GEN_AI_TOOL_TYPE]: 'function',
+  };
+  return inSpan(
+    tracer,
     parent,
+    `execute_tool ${tool.name}`,
+    { kind: SpanKind.INTERNAL, attributes },
+    run,
+    (span, result) => {
+      if (result.isError) {
+        span.setAttribute(ATTR_ERROR_TYPE, 'tool_error');
+        span.setStatus({ code: SpanStatusCode.ERROR, message: 'the tool reported an error' });
+      } else span.setStatus({ code: SpanStatusCode.OK });
+    },
+    signal,
   );
-  try {
-    const result = await run();
-    if (result.isError) {
-      span.setAttribute(ATTR_ERROR_TYPE, 'tool_error');
-      span.setStatus({ code: SpanStatusCode.ERROR, message: 'the tool reported an error' });
-    } else span.setStatus({ code: SpanStatusCode.OK });
-    return result;
-  } catch (error) {
-    failSpan(span, error, signal?.aborted === true);
-    throw error;
-  } finally {
-    span.end();
-  }
 }

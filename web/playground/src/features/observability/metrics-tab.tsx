@@ -1,4 +1,4 @@
-import { describeError } from '../../../../shared/api/api-error';
+import { PendingState } from '../../../../shared/ui/pending-state';
 import { formatDuration, formatNumber } from '../../../../shared/ui/format';
 import { useAsync, useReloadOn } from '../../../../shared/ui/use-async';
 import type { Metrics, PlaygroundApi } from '../../api/playground-api';
@@ -26,23 +26,7 @@ export function MetricsTab({
 
   useReloadOn(refreshKey, reload);
 
-  if (metrics.error !== undefined && metrics.data === undefined) {
-    return (
-      <div className="panel-note" role="alert">
-        <p>{describeError(metrics.error)}</p>
-        <button type="button" className="button button--small" onClick={reload}>
-          Try again
-        </button>
-      </div>
-    );
-  }
-  if (metrics.data === undefined) {
-    return (
-      <p className="panel-note">
-        <span className="spinner" aria-hidden="true" /> Loading metrics…
-      </p>
-    );
-  }
+  if (metrics.data === undefined) return <PendingState error={metrics.error} what="metrics" onRetry={reload} />;
 
   const data = metrics.data;
   return (

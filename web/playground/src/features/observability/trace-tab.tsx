@@ -1,5 +1,5 @@
+import { PendingState } from '../../../../shared/ui/pending-state';
 import { Fragment, useMemo, useState } from 'react';
-import { describeError } from '../../../../shared/api/api-error';
 import { formatDateTime, formatDuration, formatTime, prettyJson } from '../../../../shared/ui/format';
 import { useAsync, useReloadOn } from '../../../../shared/ui/use-async';
 import type { PlaygroundApi, Span } from '../../api/playground-api';
@@ -31,23 +31,7 @@ export function TraceTab({
 
   const groups = useMemo(() => buildWaterfall(traces.data ?? []), [traces.data]);
 
-  if (traces.error !== undefined && traces.data === undefined) {
-    return (
-      <div className="panel-note" role="alert">
-        <p>{describeError(traces.error)}</p>
-        <button type="button" className="button button--small" onClick={reload}>
-          Try again
-        </button>
-      </div>
-    );
-  }
-  if (traces.data === undefined) {
-    return (
-      <p className="panel-note">
-        <span className="spinner" aria-hidden="true" /> Loading traces…
-      </p>
-    );
-  }
+  if (traces.data === undefined) return <PendingState error={traces.error} what="traces" onRetry={reload} />;
   if (groups.length === 0) {
     return <p className="panel-note">No traces yet. Send a message and its spans appear here.</p>;
   }
