@@ -143,10 +143,16 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     now,
     maxMessageChars: config.playground.maxMessageChars,
     webRoot: builtWebRoot('playground'),
-    settings: () => ({
+    settings: (origin) => ({
       version: SERVICE_VERSION,
       auth_mode: config.auth.mode,
-      sso: config.auth.oidc ? { enabled: true, login_url: `${config.publicUrl}/auth/sso/login` } : { enabled: false },
+      // Single sign-on runs on the main listener and comes back to the playground.
+      sso: config.auth.oidc
+        ? {
+            enabled: true,
+            login_url: `${config.publicUrl}/auth/sso/login?redirect_uri=${encodeURIComponent(`${origin}/`)}`,
+          }
+        : { enabled: false },
       llm_provider: llm.provider,
       model: llm.model,
       max_message_chars: config.playground.maxMessageChars,
@@ -177,6 +183,9 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     },
     ...(options.erasureSteps && { adjustErasureSteps: options.erasureSteps }),
   });
+
+  // The checks the modules brought, beside the infrastructure's.
+  health.service.register(contributors.flatMap((module) => module.healthChecks ?? []));
 
   const services = {
     system: system.service,

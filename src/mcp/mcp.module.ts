@@ -1,6 +1,8 @@
 import type { Registry } from 'prom-client';
 import type { Logger } from '../logger.js';
 import type { Module } from '../ports/module.js';
+import { type Caller, principalSubject } from '../ports/caller.js';
+import type { HealthCheck } from '../ports/health.js';
 import { userObject } from '../ports/subjects.js';
 import { McpCore } from './core.js';
 import { createMcpMetrics } from './metrics.js';
@@ -27,6 +29,30 @@ export interface McpParts {
   tools: ToolExecutor;
 }
 
+/** Who the health check's ping comes from: nobody's data is read by a ping. */
+const PROBE: Caller = {
+  kind: 'service',
+  subject: principalSubject('health-probe'),
+  username: 'health-probe',
+  roles: [],
+  sessionId: undefined,
+  via: 'bearer',
+};
+
+/** The MCP core answers: one `ping` round trip through the shared server, as the REST-style endpoints use it. */
+function mcpServerHealthCheck(core: McpCore): HealthCheck {
+  return {
+    name: 'mcp_server',
+    critical: true,
+    timeoutMs: 1_000,
+    embedded: true,
+    async run() {
+      await core.request(PROBE, 'ping');
+      return { status: 'healthy' };
+    },
+  };
+}
+
 /** The MCP core: tools, resources and prompts behind the policy, for every wire and for the agent. */
 export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
   const { policy, services, logger } = deps;
@@ -41,6 +67,7 @@ export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
   return {
     name: 'mcp',
     service: { core, tools },
+    healthChecks: [mcpServerHealthCheck(core)],
     erasure: [{ step: 'rate_limit_counters', run: ({ user }) => policy.forget(userObject(user.id)) }],
     stop: () => core.close(),
   };

@@ -1,6 +1,6 @@
 import type { AddressInfo, Socket } from 'node:net';
 import { createServer as createNetServer } from 'node:net';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { App } from '../../src/app.js';
 import { buildTestApp, startTestApp } from '../helpers/app.js';
 import { unusedPort } from '../helpers/http.js';
@@ -53,6 +53,7 @@ describe('health endpoints on embedded defaults (spec "Health")', () => {
         authz_service: 'healthy',
         identity_provider: 'healthy',
         llm_provider: 'healthy',
+        mcp_server: 'healthy',
       },
     });
   });
@@ -71,6 +72,7 @@ describe('health endpoints on embedded defaults (spec "Health")', () => {
         authz_service: 'ready',
         identity_provider: 'ready',
         llm_provider: 'ready',
+        mcp_server: 'ready',
       },
     });
   });
@@ -130,12 +132,19 @@ describe('health endpoints on embedded defaults (spec "Health")', () => {
     const app = await start();
     expect(await get(app, '/api/playground/health', 'playground')).toEqual({
       status: 200,
-      body: { status: 'healthy', version: '2.8.0', dependencies: { session_store: 'healthy', mcp_server: 'unknown' } },
+      body: { status: 'healthy', version: '2.8.0', dependencies: { session_store: 'healthy', mcp_server: 'healthy' } },
     });
     expect(await get(app, '/api/builder/health', 'builder')).toEqual({
       status: 200,
-      body: { status: 'healthy', version: '2.8.0', dependencies: { database: 'healthy', mcp_server: 'unknown' } },
+      body: { status: 'healthy', version: '2.8.0', dependencies: { database: 'healthy', mcp_server: 'healthy' } },
     });
+    // The MCP core answering no ping takes the playground down with it (spec "Errors" 12).
+    vi.spyOn(app.services.mcp.core, 'request').mockRejectedValue(new Error('the MCP server is gone'));
+    expect(await get(app, '/api/playground/health', 'playground')).toMatchObject({
+      status: 503,
+      body: { status: 'unhealthy', dependencies: { session_store: 'healthy', mcp_server: 'unhealthy' } },
+    });
+    vi.restoreAllMocks();
     // Each listener serves only its own routes.
     expect((await fetch(`${app.url('playground')}/api/version`)).status).toBe(404);
   });

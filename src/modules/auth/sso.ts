@@ -31,15 +31,30 @@ const SCOPE = 'openid email profile';
 /** The session keeps the identity provider's ID token for RP-initiated logout. */
 const ID_TOKEN_KEY = 'idp_id_token';
 
-/** Only paths on this service may be returned to after login: anything else would be an open redirect. */
-export function safeReturnPath(value: string | undefined): string | undefined {
+/**
+ * Where a login may return the browser: a path on this service, or a page of one of its other listeners (the
+ * playground, the builder) on the same host, given as an absolute URL. Anything else would make the login an open
+ * redirect.
+ */
+export function safeReturnPath(value: string | undefined, serviceHost?: string): string | undefined {
   if (value === undefined || value === '') return undefined;
-  if (!value.startsWith('/') || value.startsWith('//') || value.startsWith('/\\') || /[\r\n]/.test(value)) {
-    throw new BadRequestError('redirect_uri must be a path on this service, such as /playground', {
+  const refused = () =>
+    new BadRequestError('redirect_uri must be a path on this service (such as /docs), or a page of its listeners', {
       code: CommonErrorCode.Validation,
     });
+  if (/[\r\n]/.test(value)) throw refused();
+  if (value.startsWith('/') && !value.startsWith('//') && !value.startsWith('/\\')) return value;
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw refused();
   }
-  return value;
+  const sameHost = serviceHost !== undefined && url.hostname === serviceHost;
+  if (!sameHost || (url.protocol !== 'http:' && url.protocol !== 'https:') || url.username || url.password) {
+    throw refused();
+  }
+  return url.href;
 }
 
 function stringArray(value: unknown): string[] {
@@ -83,7 +98,7 @@ export class OidcSso {
   async begin(returnTo: string | undefined): Promise<{ url: URL; state: string }> {
     const config = await this.#config();
     const pending: PendingLogin = { verifier: oidc.randomPKCECodeVerifier(), nonce: oidc.randomNonce() };
-    const path = safeReturnPath(returnTo);
+    const path = safeReturnPath(returnTo, new URL(this.settings.redirectUri).hostname);
     if (path) pending.returnTo = path;
     const state = oidc.randomState();
     await this.deps.ephemeral.put(`sso:${state}`, JSON.stringify(pending), PENDING_TTL_MS);

@@ -21,8 +21,8 @@ const sessionQuery = z.object({ session_id: z.string().min(1).max(64) });
 
 export interface PlaygroundRouteDeps {
   playground: PlaygroundService;
-  /** What the web UI needs to know before anyone signs in. */
-  config: () => z.output<typeof PlaygroundConfig>;
+  /** What the web UI needs to know before anyone signs in, given the origin it is served from. */
+  config: (origin: string) => z.output<typeof PlaygroundConfig>;
 }
 
 /** Sessions and their observability on the playground listener (`/api/playground/…`); the chat itself is a wire. */
@@ -39,7 +39,7 @@ export function playgroundRoutes({ playground, config }: PlaygroundRouteDeps): R
         summary: 'How to sign in, and which model answers',
         access: 'public',
         responses: { 200: { description: 'The playground settings', schema: PlaygroundConfig } },
-        handler: () => config(),
+        handler: ({ req }) => config(`${req.protocol}://${req.get('host') ?? ''}`),
       }),
       defineRoute({
         method: 'post',
