@@ -1,9 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { pino } from 'pino';
-import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
+import { startBenchApp } from './app.js';
 import { type LoadResult, load } from './load.js';
 
 /**
@@ -30,12 +28,7 @@ async function bareExpress(): Promise<{ url: string; close: () => Promise<void> 
 
 export async function benchHttpStack(): Promise<BenchLine[]> {
   const baseline = await bareExpress();
-  const app = buildApp(
-    loadConfig({ DATABASE_URL: 'sqlite::memory:', PORT: '0', PLAYGROUND_PORT: '0', BUILDER_PORT: '0' }),
-    // Request logs are written (to /dev/null) so their cost is counted.
-    { logger: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true })) },
-  );
-  await app.start();
+  const app = await startBenchApp();
   try {
     await load(`${baseline.url}/health/live`, { requests: 3_000 }); // warm-up
     await load(`${app.url('main')}/api/version`, { requests: 3_000 });

@@ -1,9 +1,7 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import express from 'express';
-import { pino } from 'pino';
-import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
+import { accessTokenOf, startBenchApp } from './app.js';
 import type { BenchLine } from './http-stack.js';
 import { load } from './load.js';
 
@@ -21,26 +19,11 @@ export async function benchMcp(): Promise<BenchLine[]> {
   await new Promise<void>((resolve) => baseline.listen(0, '127.0.0.1', resolve));
   const baseUrl = `http://127.0.0.1:${(baseline.address() as AddressInfo).port}`;
 
-  const app = buildApp(
-    loadConfig({
-      DATABASE_URL: 'sqlite::memory:',
-      PORT: '0',
-      PLAYGROUND_PORT: '0',
-      BUILDER_PORT: '0',
-      ADMIN_PASSWORD: 'bench-password-1',
-      MCP_REQUESTS_PER_MINUTE: '100000000',
-    }),
-    { logger: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true })) },
-  );
-  await app.start();
+  const password = 'bench-password-1';
+  const app = await startBenchApp({ ADMIN_PASSWORD: password, MCP_REQUESTS_PER_MINUTE: '100000000' });
   try {
-    const login = await fetch(`${app.url('main')}/auth/login`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ username: 'admin', password: 'bench-password-1' }),
-    });
-    const { access_token } = (await login.json()) as { access_token: string };
-    const auth = { Authorization: `Bearer ${access_token}`, 'Content-Type': 'application/json' };
+    const token = await accessTokenOf(app, 'admin', password);
+    const auth = { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' };
 
     // A streamable HTTP session, opened once; each request lists tools in it.
     const init = await fetch(`${app.url('main')}/mcp`, {

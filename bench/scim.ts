@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
-import { pino } from 'pino';
-import { buildApp } from '../src/app.js';
-import { loadConfig } from '../src/config.js';
+import type { App } from '../src/app.js';
+import { scimUserRow, scimUserValueRow, userRow } from '../test/helpers/rows.js';
+import { accessTokenOf, startBenchApp } from './app.js';
 import type { BenchLine } from './http-stack.js';
 import { load } from './load.js';
 
@@ -13,92 +13,57 @@ import { load } from './load.js';
 const USERS = 100_000;
 const TITLES = ['Engineer', 'Designer', 'Manager', 'Analyst', 'Support'];
 
-async function seed(app: ReturnType<typeof buildApp>): Promise<void> {
+async function seed(app: App): Promise<void> {
   const at = new Date().toISOString();
   const db = app.infrastructure.db.kysely;
   for (let start = 0; start < USERS; start += 500) {
-    const ids = Array.from({ length: Math.min(500, USERS - start) }, () => randomUUID());
+    // User i is user<n>, n its six-digit number.
+    const batch = Array.from({ length: Math.min(500, USERS - start) }, (_, k) => ({
+      id: randomUUID(),
+      i: start + k,
+      n: String(start + k).padStart(6, '0'),
+    }));
     await db.transaction().execute(async (trx) => {
       await trx
         .insertInto('users')
         .values(
-          ids.map((id, k) => {
-            const n = String(start + k).padStart(6, '0');
-            return {
+          batch.map(({ id, n }) =>
+            userRow({
               id,
               username: `user${n}`,
-              username_key: `user${n}`,
               email: `user${n}@example.com`,
               email_key: `user${n}@example.com`,
-              email_verified: 0,
               name: `Person ${n}`,
               roles: '["user"]',
-              active: 1,
-              password_hash: null,
               created_at: at,
-              updated_at: at,
-              last_login: null,
-            };
-          }),
+            }),
+          ),
         )
         .execute();
       await trx
         .insertInto('scim_users')
         .values(
-          ids.map((id, k) => {
-            const n = String(start + k).padStart(6, '0');
-            return {
+          batch.map(({ id, i, n }) =>
+            scimUserRow({
               user_id: id,
               external_id: `ext-${n}`,
               display_name: `Person ${n}`,
-              title: TITLES[(start + k) % TITLES.length]!,
+              title: TITLES[i % TITLES.length]!,
               email_type: 'work',
               email_primary: 1,
-              ...Object.fromEntries(
-                [
-                  'nick_name',
-                  'profile_url',
-                  'user_type',
-                  'preferred_language',
-                  'locale',
-                  'timezone',
-                  'given_name',
-                  'family_name',
-                  'middle_name',
-                  'honorific_prefix',
-                  'honorific_suffix',
-                  'email_display',
-                  'employee_number',
-                  'cost_center',
-                  'organization',
-                  'division',
-                  'department',
-                  'manager_id',
-                ].map((c) => [c, null]),
-              ),
-            };
-          }),
+            }),
+          ),
         )
         .execute();
       // Half the users have a second (home) email, kept in scim_user_values.
-      const second = ids.filter((_, k) => (start + k) % 2 === 0);
+      const second = batch.filter(({ i }) => i % 2 === 0);
       if (second.length > 0) {
         await trx
           .insertInto('scim_user_values')
           .values(
-            second.map((id) => {
-              const n = String(start + ids.indexOf(id)).padStart(6, '0');
-              return {
-                user_id: id,
-                attribute: 'emails',
-                position: 0,
-                value: `home${n}@example.org`,
-                value_key: `home${n}@example.org`,
-                display: null,
-                type: 'home',
-                primary_flag: null,
-              };
-            }),
+            second.map(({ id, n }) =>
+              scimUserValueRow({ user_id: id, attribute: 'emails', value: `home${n}@example.org`, type: 'home' }),
+            ),
           )
           .execute();
       }
@@ -108,25 +73,10 @@ async function seed(app: ReturnType<typeof buildApp>): Promise<void> {
 
 export async function benchScim(): Promise<BenchLine[]> {
   const password = 'bench-admin-password';
-  const app = buildApp(
-    loadConfig({
-      DATABASE_URL: 'sqlite::memory:',
-      PORT: '0',
-      PLAYGROUND_PORT: '0',
-      BUILDER_PORT: '0',
-      ADMIN_PASSWORD: password,
-    }),
-    { logger: pino({ level: 'info' }, pino.destination({ dest: '/dev/null', sync: true })) },
-  );
-  await app.start();
+  const app = await startBenchApp({ ADMIN_PASSWORD: password });
   try {
     await seed(app);
-    const login = await fetch(`${app.url('main')}/auth/login`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ username: 'admin', password }),
-    });
-    const { access_token: token } = (await login.json()) as { access_token: string };
+    const token = await accessTokenOf(app, 'admin', password);
     const headers = { Authorization: `Bearer ${token}`, Accept: 'application/scim+json' };
     const url = (query: string) => `${app.url('main')}/scim/v2/Users?${query}`;
     const filter = (f: string) => url(`filter=${encodeURIComponent(f)}`);

@@ -1,10 +1,10 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { NotFoundError } from '../../src/errors.js';
 import type { AgentEvent, AgentTurn, MessageResponse } from '../../src/modules/agent/agent.port.js';
 import type { Caller } from '../../src/ports/caller.js';
-import { startTestApp } from '../helpers/app.js';
-import { createUser } from '../helpers/auth.js';
+import { closeAfterEach, startTestApp } from '../helpers/app.js';
+import { ADMIN_PASSWORD, createUser } from '../helpers/auth.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
 
 // The real app (SQLite, the real checkpointer, the real tool executor and policy point) with the offline model,
@@ -13,23 +13,16 @@ import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
 
 const MODEL = 'fake-agent-model';
 
-const apps: App[] = [];
-const fakes: FakeOpenAi[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-  await Promise.all(fakes.splice(0).map((fake) => fake.close()));
-});
+const closing = closeAfterEach();
 
 async function setUp(env: Record<string, string> = {}) {
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env });
-  apps.push(app);
+  const app = closing(await startTestApp({ ADMIN_PASSWORD, ...env }));
   return { app, alice: await callerFor(app, 'alice'), bob: await callerFor(app, 'bob') };
 }
 
 /** The app wired to the fake model instead of the offline one. */
 async function setUpWithFake() {
-  const fake = await startFakeOpenAi([MODEL]);
-  fakes.push(fake);
+  const fake = closing(await startFakeOpenAi([MODEL]));
   return { fake, ...(await setUp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: MODEL })) };
 }
 
@@ -49,6 +42,16 @@ function doneOf(events: AgentEvent[]): MessageResponse {
   const last = events.at(-1);
   if (last?.type !== 'done') throw new Error(`the turn did not end with done: ${JSON.stringify(last)}`);
   return last.response;
+}
+
+/** Runs the caller's turn to its end and answers its response. */
+async function answer(
+  app: App,
+  caller: Caller,
+  message: string,
+  turn: Omit<AgentTurn, 'caller' | 'message'>,
+): Promise<MessageResponse> {
+  return doneOf(await collect(app, { caller, message, ...turn }));
 }
 
 /** The bodies of the chat-completion requests the fake received (start-up's model listing aside). */
@@ -125,7 +128,7 @@ describe('the agent with the offline model', () => {
 
   it('cancels a turn mid-stream with an AbortError and records nothing of it', async () => {
     const { app, alice } = await setUp();
-    const first = doneOf(await collect(app, { caller: alice, message: 'The first question', mode: 'chat' }));
+    const first = await answer(app, alice, 'The first question', { mode: 'chat' });
     const conversationId = first.conversation_id;
 
     const controller = new AbortController();
@@ -155,15 +158,13 @@ describe('the agent with the offline model', () => {
     const messages = await app.services.conversations.messages(conversationId);
     expect(messages.map((m) => m.content)).toEqual(['The first question', first.response]);
     // The next turn sees the conversation as recorded: the cancelled question is not part of it.
-    const next = doneOf(
-      await collect(app, { caller: alice, message: 'The third question', conversationId, mode: 'chat' }),
-    );
+    const next = await answer(app, alice, 'The third question', { conversationId, mode: 'chat' });
     expect(next.response).toContain('I see 2 earlier messages in this conversation.');
   });
 
   it('will not continue a conversation of another user, and adds nothing to it', async () => {
     const { app, alice, bob } = await setUp();
-    const bobs = doneOf(await collect(app, { caller: bob, message: 'Bob’s private notes', mode: 'chat' }));
+    const bobs = await answer(app, bob, 'Bob’s private notes', { mode: 'chat' });
 
     const attempt = collect(app, {
       caller: alice,
@@ -177,9 +178,7 @@ describe('the agent with the offline model', () => {
     const messages = await app.services.conversations.messages(bobs.conversation_id);
     expect(messages.map((m) => m.content)).toEqual(['Bob’s private notes', bobs.response]);
     // Bob's own next turn sees only his own messages.
-    const next = doneOf(
-      await collect(app, { caller: bob, message: 'Still mine?', conversationId: bobs.conversation_id, mode: 'chat' }),
-    );
+    const next = await answer(app, bob, 'Still mine?', { conversationId: bobs.conversation_id, mode: 'chat' });
     expect(next.response).toContain('I see 2 earlier messages in this conversation.');
   });
 });
@@ -214,14 +213,7 @@ describe('the agent with a model behind the fake OpenAI-compatible API', () => {
     // The conversation stays valid for the API: the next turn's history is accepted (the fake rejects unanswered
     // tool calls with a 400, as the real API does).
     fake.replies.splice(0, fake.replies.length, { text: 'Done now.' });
-    const next = doneOf(
-      await collect(app, {
-        caller: alice,
-        message: 'Enough',
-        conversationId: response.conversation_id,
-        mode: 'chat',
-      }),
-    );
+    const next = await answer(app, alice, 'Enough', { conversationId: response.conversation_id, mode: 'chat' });
     expect(next.response).toBe('Done now.');
   });
 
@@ -230,7 +222,7 @@ describe('the agent with a model behind the fake OpenAI-compatible API', () => {
     await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
     fake.replies.push({ text: 'No web for you.' });
 
-    doneOf(await collect(app, { caller: alice, message: 'What tools do you have?', mode: 'agent' }));
+    await answer(app, alice, 'What tools do you have?', { mode: 'agent' });
 
     const offered = chatBodies(fake)[0]!.tools?.map((t) => t.function.name);
     expect(offered).toEqual(expect.arrayContaining(['conversation_get', 'conversation_search']));
@@ -266,7 +258,7 @@ describe('the agent with a model behind the fake OpenAI-compatible API', () => {
   it('cancels a turn while its tool runs and keeps the conversation usable', async () => {
     const { app, alice, fake } = await setUpWithFake();
     fake.replies.push({ text: 'Hello.' });
-    const first = doneOf(await collect(app, { caller: alice, message: 'Hi', mode: 'agent' }));
+    const first = await answer(app, alice, 'Hi', { mode: 'agent' });
     fake.replies.push({ toolCalls: [{ id: 'call_cut', name: 'search_web', arguments: { query: 'cut short' } }] });
 
     const controller = new AbortController();
@@ -288,14 +280,7 @@ describe('the agent with a model behind the fake OpenAI-compatible API', () => {
     ]);
 
     fake.replies.push({ text: 'Still here.' });
-    const next = doneOf(
-      await collect(app, {
-        caller: alice,
-        message: 'Are you there?',
-        conversationId: first.conversation_id,
-        mode: 'agent',
-      }),
-    );
+    const next = await answer(app, alice, 'Are you there?', { conversationId: first.conversation_id, mode: 'agent' });
     expect(next.response).toBe('Still here.');
     // The model sees the conversation as recorded: no half turn, no unanswered tool call.
     const last = chatBodies(fake).at(-1)!;

@@ -1,16 +1,15 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
-import { startTestApp } from '../helpers/app.js';
-import { accessToken, call, createUser } from '../helpers/auth.js';
+import { startFakeOpenAi } from '../fakes/openai.js';
+import { closeAfterEach } from '../helpers/app.js';
+import { type Json, type SignedIn, startTestClient } from '../helpers/client.js';
+import { sdkTransports } from '../helpers/mcp.js';
 
 // Every chat entry point (POST /mcp/message, POST /message, the MCP `chat` tool) offers the model the tools the
 // caller may use, unless the request turns them off with `use_tools: false`. The offline model calls a tool for
 // `search for <words>` and `/tool <name> {json}`; the calls show in the recorded conversation.
 
-type Json = Record<string, unknown>;
 interface StoredMessage {
   role: string;
   content: string;
@@ -22,19 +21,11 @@ interface Answer {
   conversation_id: string;
 }
 
-const apps: App[] = [];
-const fakes: FakeOpenAi[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-  await Promise.all(fakes.splice(0).map((fake) => fake.close()));
-});
+const closing = closeAfterEach();
 
 async function setUp(env: Record<string, string> = {}) {
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env });
-  apps.push(app);
-  await createUser(app, 'alice');
-  await createUser(app, 'bob');
-  return { app, alice: await accessToken(app, 'alice'), bob: await accessToken(app, 'bob') };
+  const { app, as } = closing(await startTestClient(env));
+  return { app, alice: await as('alice'), bob: await as('bob') };
 }
 
 /** Reads a streamed answer: `data: <json>` events or JSON lines, whichever the response is. */
@@ -47,7 +38,7 @@ async function streamed(res: Response): Promise<Json[]> {
 }
 
 /** One turn through each chat entry point; each answers the Message response's conversation and text. */
-type EntryPoint = (app: App, token: string, query: string, extra?: Json) => Promise<Answer>;
+type EntryPoint = (app: App, caller: SignedIn, query: string, extra?: Json) => Promise<Answer>;
 
 async function ok(res: { status: number; body: Json }): Promise<Json> {
   if (res.status !== 200) throw new Error(`expected 200, got ${res.status}: ${JSON.stringify(res.body)}`);
@@ -67,45 +58,43 @@ async function streamedAnswer(res: Response): Promise<Answer> {
 }
 
 const entryPoints: Record<string, EntryPoint> = {
-  'POST /mcp/message': async (app, token, query, extra = {}) =>
-    (await ok(await call(app, 'POST', '/mcp/message', { token, body: { query, ...extra } }))) as unknown as Answer,
-  'POST /mcp/message (stream true)': async (app, token, query, extra = {}) =>
+  'POST /mcp/message': async (_app, caller, query, extra = {}) =>
+    (await ok(await caller.post('/mcp/message', { query, ...extra }))) as unknown as Answer,
+  'POST /mcp/message (stream true)': async (app, caller, query, extra = {}) =>
     streamedAnswer(
       await fetch(`${app.url('main')}/mcp/message`, {
         method: 'POST',
-        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        headers: { ...caller.credentials, 'Content-Type': 'application/json' },
         body: JSON.stringify({ query, stream: true, ...extra }),
       }),
     ),
-  'POST /message': async (app, token, query, extra = {}) =>
-    (await ok(await call(app, 'POST', '/message', { token, body: { query, ...extra } }))) as unknown as Answer,
-  'POST /message (NDJSON)': async (app, token, query, extra = {}) =>
+  'POST /message': async (_app, caller, query, extra = {}) =>
+    (await ok(await caller.post('/message', { query, ...extra }))) as unknown as Answer,
+  'POST /message (NDJSON)': async (app, caller, query, extra = {}) =>
     streamedAnswer(
       await fetch(`${app.url('main')}/message`, {
         method: 'POST',
         headers: {
-          Authorization: `Bearer ${token}`,
+          ...caller.credentials,
           'Content-Type': 'application/json',
           Accept: 'application/x-ndjson',
         },
         body: JSON.stringify({ query, ...extra }),
       }),
     ),
-  'the chat tool (POST /mcp/tools/call)': async (app, token, query, extra = {}) => {
+  'the chat tool (POST /mcp/tools/call)': async (_app, caller, query, extra = {}) => {
     const body = await ok(
-      await call(app, 'POST', '/mcp/tools/call', {
-        token,
-        body: { method: 'tools/call', params: { name: 'chat', arguments: { query, ...extra } } },
+      await caller.post('/mcp/tools/call', {
+        method: 'tools/call',
+        params: { name: 'chat', arguments: { query, ...extra } },
       }),
     );
     expect(body.isError).toBe(false);
     return body.structuredContent as Answer;
   },
-  'the chat tool (official SDK client over /mcp)': async (app, token, query, extra = {}) => {
+  'the chat tool (official SDK client over /mcp)': async (app, caller, query, extra = {}) => {
     const client = new Client({ name: 'chat-tools', version: '1.0.0' });
-    const transport = new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    });
+    const transport = sdkTransports['streamable HTTP'](app, caller.credentials);
     await client.connect(transport);
     try {
       const result = await client.callTool({ name: 'chat', arguments: { query, ...extra } });
@@ -119,10 +108,9 @@ const entryPoints: Record<string, EntryPoint> = {
 };
 
 /** The recorded conversation, read back as its owner. */
-async function stored(app: App, token: string, conversationId: string): Promise<StoredMessage[]> {
-  const res = await call(app, 'POST', '/mcp/tools/call', {
-    token,
-    body: { params: { name: 'conversation_get', arguments: { conversation_id: conversationId } } },
+async function stored(owner: SignedIn, conversationId: string): Promise<StoredMessage[]> {
+  const res = await owner.post('/mcp/tools/call', {
+    params: { name: 'conversation_get', arguments: { conversation_id: conversationId } },
   });
   return (res.body.structuredContent as { messages: StoredMessage[] }).messages;
 }
@@ -135,7 +123,7 @@ describe.each(Object.keys(entryPoints))('%s', (name) => {
     const answer = await send(app, alice, 'please search for session cookie');
 
     expect(answer.response).toContain('the tool search_web returned');
-    const messages = await stored(app, alice, answer.conversation_id);
+    const messages = await stored(alice, answer.conversation_id);
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(messages[1]!.tool_calls).toEqual([
       expect.objectContaining({ name: 'search_web', arguments: { query: 'session cookie' } }),
@@ -150,7 +138,7 @@ describe.each(Object.keys(entryPoints))('%s', (name) => {
 
     expect(answer.response).toMatch(/^Offline model: you said "please search for session cookie"/);
     expect(answer.response).not.toContain('Tools offered');
-    const messages = await stored(app, alice, answer.conversation_id);
+    const messages = await stored(alice, answer.conversation_id);
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant']);
   });
 
@@ -162,14 +150,14 @@ describe.each(Object.keys(entryPoints))('%s', (name) => {
     const refused = await send(app, alice, '/tool search_web {"query": "session cookie"}');
     expect(refused.response).toContain('The tool search_web is not offered here.');
     expect(refused.response).toContain('Tools offered: conversation_get, conversation_search;');
-    expect(await stored(app, alice, refused.conversation_id)).toHaveLength(2);
+    expect(await stored(alice, refused.conversation_id)).toHaveLength(2);
     const nested = await send(app, alice, '/tool agent_chat {"message": "recurse"}');
     expect(nested.response).toContain('The tool agent_chat is not offered here.');
 
     // conversation_get is offered, but reads only what the caller may see: bob's conversation stays his.
     const bobs = await send(app, bob, 'bob’s secret plans', { use_tools: false });
     const peek = await send(app, alice, `/tool conversation_get {"conversation_id": "${bobs.conversation_id}"}`);
-    const messages = await stored(app, alice, peek.conversation_id);
+    const messages = await stored(alice, peek.conversation_id);
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(messages[2]).toMatchObject({
       name: 'conversation_get',
@@ -183,8 +171,7 @@ describe('the tools offered to a model behind the fake OpenAI-compatible API', (
   const MODEL = 'fake-chat-model';
 
   it('are the caller’s permitted agent tools through every entry point, and none with use_tools false', async () => {
-    const fake = await startFakeOpenAi([MODEL]);
-    fakes.push(fake);
+    const fake = closing(await startFakeOpenAi([MODEL]));
     const { app, alice } = await setUp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: MODEL });
     await app.infrastructure.authz.delete([
       { user: 'user:*', relation: 'executor', object: 'tool:conversation_search' },

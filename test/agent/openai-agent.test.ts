@@ -1,13 +1,12 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createOpenAiLlm } from '../../src/adapters/llm/openai.js';
-import type { App } from '../../src/app.js';
 import { ServiceUnavailableError } from '../../src/errors.js';
 import { runToCompletion } from '../../src/modules/agent/agent.port.js';
 import type { Caller } from '../../src/ports/caller.js';
 import { createAgent } from '../../workflows/agent.js';
 import { createCheckpointer } from '../../workflows/checkpointer.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { closeAfterEach } from '../helpers/app.js';
+import { type Json, type SignedIn, startTestClient } from '../helpers/client.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
 
 // The whole service with LLM_PROVIDER=openai, pointed at a FAKE of a hosted OpenAI-compatible API
@@ -16,30 +15,21 @@ import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
 
 const MODEL = 'gpt-4o-mini-fake';
 
-const apps: App[] = [];
-const fakes: FakeOpenAi[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-  await Promise.all(fakes.splice(0).map((fake) => fake.close()));
-});
+const closing = closeAfterEach();
 
 async function setUp() {
-  const fake = await startFakeOpenAi([MODEL]);
-  fakes.push(fake);
-  const app = await startTestApp({
-    ADMIN_PASSWORD: 'bootstrap-secret-1',
-    LLM_PROVIDER: 'openai',
-    LLM_BASE_URL: fake.url,
-    LLM_MODEL: MODEL,
-    LLM_API_KEY: 'sk-fake-key',
-  });
-  apps.push(app);
-  await createUser(app, 'alice');
-  const login = await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } });
-  return { fake, app, alice: login.body.access_token as string };
+  const fake = closing(await startFakeOpenAi([MODEL]));
+  const { app, as } = closing(
+    await startTestClient({
+      LLM_PROVIDER: 'openai',
+      LLM_BASE_URL: fake.url,
+      LLM_MODEL: MODEL,
+      LLM_API_KEY: 'sk-fake-key',
+    }),
+  );
+  return { fake, app, alice: await as('alice') };
 }
 
-type Json = Record<string, unknown>;
 interface MessageResponse {
   response: string;
   conversation_id: string;
@@ -47,14 +37,23 @@ interface MessageResponse {
   usage: { prompt_tokens: number; completion_tokens: number; total_tokens: number };
 }
 
-const toolCall = (app: App, token: string, name: string, args: Json) =>
-  call(app, 'POST', '/mcp/tools/call', { token, body: { method: 'tools/call', params: { name, arguments: args } } });
+const toolCall = (caller: SignedIn, name: string, args: Json) =>
+  caller.post('/mcp/tools/call', { method: 'tools/call', params: { name, arguments: args } });
 
-async function agentChat(app: App, token: string, args: Json): Promise<MessageResponse> {
-  const res = await toolCall(app, token, 'agent_chat', args);
+async function agentChat(caller: SignedIn, args: Json): Promise<MessageResponse> {
+  const res = await toolCall(caller, 'agent_chat', args);
   expect(res.status).toBe(200);
   expect(res.body.isError).toBe(false);
   return res.body.structuredContent as MessageResponse;
+}
+
+/** The assistant message of a model that asked for one tool call, as the next request sends it back. */
+function askedFor(id: string, name: string, args: Json): Json {
+  return {
+    role: 'assistant',
+    content: null,
+    tool_calls: [{ id, type: 'function', function: { name, arguments: JSON.stringify(args) } }],
+  };
 }
 
 /** The chat-completion request bodies the fake received, in order. */
@@ -66,11 +65,11 @@ function chatBodies(fake: FakeOpenAi): { model: string; messages: Json[]; tools?
 
 describe('the agent through POST /mcp/tools/call with an OpenAI-compatible model (fake)', () => {
   it('runs the tool the model asks for, feeds its output back, and reports the model and the summed usage', async () => {
-    const { fake, app, alice } = await setUp();
+    const { fake, alice } = await setUp();
     fake.replies.push({ text: 'Noted.', usage: { prompt_tokens: 20, completion_tokens: 2 } });
-    const earlier = await agentChat(app, alice, { message: 'Remember the pineapple protocol' });
+    const earlier = await agentChat(alice, { message: 'Remember the pineapple protocol' });
     // What conversation_search answers now is what the agent's tool call must feed back to the model.
-    const direct = await toolCall(app, alice, 'conversation_search', { query: 'pineapple' });
+    const direct = await toolCall(alice, 'conversation_search', { query: 'pineapple' });
     const expectedOutput = (direct.body.content as { text: string }[])[0]!.text;
     expect(expectedOutput).toContain(earlier.conversation_id);
 
@@ -81,7 +80,7 @@ describe('the agent through POST /mcp/tools/call with an OpenAI-compatible model
       },
       { text: 'You mentioned the pineapple protocol.', usage: { prompt_tokens: 180, completion_tokens: 6 } },
     );
-    const answer = await agentChat(app, alice, { message: 'What did I say about pineapples?' });
+    const answer = await agentChat(alice, { message: 'What did I say about pineapples?' });
 
     expect(answer).toEqual({
       response: 'You mentioned the pineapple protocol.',
@@ -96,54 +95,34 @@ describe('the agent through POST /mcp/tools/call with an OpenAI-compatible model
     expect(first!.messages.map((m) => m.role)).toEqual(['system', 'user']);
     expect(second!.messages.slice(1)).toEqual([
       { role: 'user', content: 'What did I say about pineapples?' },
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [
-          {
-            id: 'call_pine_1',
-            type: 'function',
-            function: { name: 'conversation_search', arguments: JSON.stringify({ query: 'pineapple' }) },
-          },
-        ],
-      },
+      askedFor('call_pine_1', 'conversation_search', { query: 'pineapple' }),
       { role: 'tool', tool_call_id: 'call_pine_1', content: expectedOutput },
     ]);
 
-    const got = await toolCall(app, alice, 'conversation_get', { conversation_id: answer.conversation_id });
+    const got = await toolCall(alice, 'conversation_get', { conversation_id: answer.conversation_id });
     const stored = got.body.structuredContent as { messages: Json[]; usage: Json };
     expect(stored.messages.map((m) => m.role)).toEqual(['user', 'assistant', 'tool', 'assistant']);
     expect(stored.usage).toEqual(answer.usage);
   });
 
   it('sends the earlier turns of the conversation on the next turn', async () => {
-    const { fake, app, alice } = await setUp();
+    const { fake, alice } = await setUp();
     fake.replies.push(
       { toolCalls: [{ id: 'call_web_1', name: 'search_web', arguments: { query: 'refresh token reuse' } }] },
       { text: 'Reuse revokes the family.' },
     );
-    const first = await agentChat(app, alice, { message: 'How is refresh token reuse handled?' });
+    const first = await agentChat(alice, { message: 'How is refresh token reuse handled?' });
     const toolOutput = chatBodies(fake)[1]!.messages.at(-1)!.content as string;
     expect(toolOutput).toMatch(/^1\. Agent Service documentation: /);
 
     fake.replies.push({ text: 'As I said.' });
-    const second = await agentChat(app, alice, { message: 'Say it again', conversation_id: first.conversation_id });
+    const second = await agentChat(alice, { message: 'Say it again', conversation_id: first.conversation_id });
 
     expect(second).toMatchObject({ response: 'As I said.', conversation_id: first.conversation_id });
     const last = chatBodies(fake).at(-1)!;
     expect(last.messages.slice(1)).toEqual([
       { role: 'user', content: 'How is refresh token reuse handled?' },
-      {
-        role: 'assistant',
-        content: null,
-        tool_calls: [
-          {
-            id: 'call_web_1',
-            type: 'function',
-            function: { name: 'search_web', arguments: JSON.stringify({ query: 'refresh token reuse' }) },
-          },
-        ],
-      },
+      askedFor('call_web_1', 'search_web', { query: 'refresh token reuse' }),
       { role: 'tool', tool_call_id: 'call_web_1', content: toolOutput },
       { role: 'assistant', content: 'Reuse revokes the family.' },
       { role: 'user', content: 'Say it again' },
@@ -151,12 +130,12 @@ describe('the agent through POST /mcp/tools/call with an OpenAI-compatible model
   });
 
   it('retries a 429 from the provider once and the turn succeeds', async () => {
-    const { fake, app, alice } = await setUp();
+    const { fake, alice } = await setUp();
     fake.failWith = 429;
     fake.failTimes = 1;
     fake.replies.push({ text: 'Made it.' });
 
-    const answer = await agentChat(app, alice, { message: 'Are you busy?' });
+    const answer = await agentChat(alice, { message: 'Are you busy?' });
 
     expect(answer.response).toBe('Made it.');
     const bodies = chatBodies(fake);

@@ -3,48 +3,33 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import SQLite from 'better-sqlite3';
 import pg from 'pg';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../helpers/app.js';
+import { type SignedIn, type TestClient, startTestClient } from '../helpers/client.js';
 import { createPostgresDatabase, describeWithService, probePostgres } from '../helpers/services.js';
 
 // The offline model says how many earlier messages it sees, so its answer shows what history the agent's
 // LangGraph checkpoint handed it; the checkpoint tables show that the history came from the checkpointer.
-
-const ADMIN_PASSWORD = 'bootstrap-secret-1';
 
 interface Turn {
   response: string;
   conversation_id: string;
 }
 
-async function login(app: App): Promise<string> {
-  const res = await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } });
-  expect(res.status).toBe(200);
-  return res.body.access_token as string;
-}
-
-async function chat(app: App, token: string, query: string, conversationId?: string): Promise<Turn> {
-  const res = await call(app, 'POST', '/mcp/tools/call', {
-    token,
-    body: {
-      method: 'tools/call',
-      params: { name: 'chat', arguments: { query, ...(conversationId && { conversation_id: conversationId }) } },
-    },
+async function chat(user: SignedIn, query: string, conversationId?: string): Promise<Turn> {
+  const res = await user.post('/mcp/tools/call', {
+    method: 'tools/call',
+    params: { name: 'chat', arguments: { query, ...(conversationId && { conversation_id: conversationId }) } },
   });
   expect(res.status).toBe(200);
   expect(res.body.isError).toBe(false);
   return res.body.structuredContent as Turn;
 }
 
-async function messagesOf(app: App, token: string, conversationId: string): Promise<[string, string][]> {
-  const res = await call(app, 'POST', '/mcp/tools/call', {
-    token,
-    body: {
-      method: 'tools/call',
-      params: { name: 'conversation_get', arguments: { conversation_id: conversationId } },
-    },
+async function messagesOf(user: SignedIn, conversationId: string): Promise<[string, string][]> {
+  const res = await user.post('/mcp/tools/call', {
+    method: 'tools/call',
+    params: { name: 'conversation_get', arguments: { conversation_id: conversationId } },
   });
   expect(res.status).toBe(200);
   const { messages } = res.body.structuredContent as { messages: { role: string; content: string }[] };
@@ -53,14 +38,18 @@ async function messagesOf(app: App, token: string, conversationId: string): Prom
 
 const sees = (n: number) => `I see ${n} earlier messages in this conversation.`;
 
+/** The messages of a conversation of these questions and the turns that answered them. */
+const transcript = (...turns: [string, Turn][]) =>
+  turns.flatMap(([question, turn]) => [
+    ['user', question],
+    ['assistant', turn.response],
+  ]);
+
 describe('a conversation started before a restart continues after it (SQLite file)', () => {
   let dir: string;
-  const apps: App[] = [];
+  const closing = closeAfterEach();
   beforeAll(() => {
     dir = mkdtempSync(join(tmpdir(), 'agent-restart-'));
-  });
-  afterEach(async () => {
-    await Promise.all(apps.splice(0).map((app) => app.close()));
   });
   afterAll(() => {
     rmSync(dir, { recursive: true, force: true });
@@ -68,15 +57,13 @@ describe('a conversation started before a restart continues after it (SQLite fil
 
   it('continues the conversation by id with every earlier turn', async () => {
     const file = join(dir, 'agent.db');
-    const env = { DATABASE_URL: `sqlite:${file}`, ADMIN_PASSWORD };
+    const env = { DATABASE_URL: `sqlite:${file}` };
 
-    const before = await startTestApp(env);
-    apps.push(before);
-    await createUser(before, 'alice');
-    let token = await login(before);
-    const first = await chat(before, token, 'First question');
+    const before = closing(await startTestClient(env));
+    let alice = await before.as('alice');
+    const first = await chat(alice, 'First question');
     expect(first.response).toContain('I see 0 earlier messages in this conversation.');
-    const second = await chat(before, token, 'Second question', first.conversation_id);
+    const second = await chat(alice, 'Second question', first.conversation_id);
     expect(second.response).toContain(sees(2));
     await before.close();
 
@@ -91,22 +78,16 @@ describe('a conversation started before a restart continues after it (SQLite fil
       raw.close();
     }
 
-    const after = await startTestApp(env);
-    apps.push(after);
-    token = await login(after);
-    const third = await chat(after, token, 'Third question', first.conversation_id);
+    const after = closing(await startTestClient(env));
+    alice = await after.as('alice');
+    const third = await chat(alice, 'Third question', first.conversation_id);
     expect(third).toMatchObject({ conversation_id: first.conversation_id });
     expect(third.response).toContain('you said "Third question"');
     expect(third.response).toContain(sees(4));
 
-    expect(await messagesOf(after, token, first.conversation_id)).toEqual([
-      ['user', 'First question'],
-      ['assistant', first.response],
-      ['user', 'Second question'],
-      ['assistant', second.response],
-      ['user', 'Third question'],
-      ['assistant', third.response],
-    ]);
+    expect(await messagesOf(alice, first.conversation_id)).toEqual(
+      transcript(['First question', first], ['Second question', second], ['Third question', third]),
+    );
   });
 });
 
@@ -115,46 +96,41 @@ describeWithService(
   await probePostgres(),
   () => {
     let database: { url: string; drop: () => Promise<void> };
-    const apps: App[] = [];
+    const instances: TestClient[] = [];
     beforeAll(async () => {
       database = await createPostgresDatabase();
     });
     afterAll(async () => {
-      await Promise.all(apps.splice(0).map((app) => app.close()));
+      await Promise.all(instances.splice(0).map((instance) => instance.close()));
       await database?.drop();
     });
 
     it('continues on a second instance, and back on the first, with every earlier turn', async () => {
-      const env = { DATABASE_URL: database.url, ADMIN_PASSWORD };
-      const one = await startTestApp(env);
-      apps.push(one);
-      await createUser(one, 'alice');
-      const tokenOne = await login(one);
-      const first = await chat(one, tokenOne, 'First question');
-      const second = await chat(one, tokenOne, 'Second question', first.conversation_id);
+      const env = { DATABASE_URL: database.url };
+      const one = await startTestClient(env);
+      instances.push(one);
+      const aliceOnOne = await one.as('alice');
+      const first = await chat(aliceOnOne, 'First question');
+      const second = await chat(aliceOnOne, 'Second question', first.conversation_id);
       expect(second.response).toContain(sees(2));
 
       // Started while the first still runs: both share the database, and so the checkpoints.
-      const two = await startTestApp(env);
-      apps.push(two);
-      const tokenTwo = await login(two);
-      const third = await chat(two, tokenTwo, 'Third question', first.conversation_id);
+      const two = await startTestClient(env);
+      instances.push(two);
+      const aliceOnTwo = await two.as('alice');
+      const third = await chat(aliceOnTwo, 'Third question', first.conversation_id);
       expect(third.response).toContain(sees(4));
-      const fourth = await chat(one, tokenOne, 'Fourth question', first.conversation_id);
+      const fourth = await chat(aliceOnOne, 'Fourth question', first.conversation_id);
       expect(fourth.response).toContain(sees(6));
 
-      const expected = [
-        ['user', 'First question'],
-        ['assistant', first.response],
-        ['user', 'Second question'],
-        ['assistant', second.response],
-        ['user', 'Third question'],
-        ['assistant', third.response],
-        ['user', 'Fourth question'],
-        ['assistant', fourth.response],
-      ];
-      expect(await messagesOf(two, tokenTwo, first.conversation_id)).toEqual(expected);
-      expect(await messagesOf(one, tokenOne, first.conversation_id)).toEqual(expected);
+      const expected = transcript(
+        ['First question', first],
+        ['Second question', second],
+        ['Third question', third],
+        ['Fourth question', fourth],
+      );
+      expect(await messagesOf(aliceOnTwo, first.conversation_id)).toEqual(expected);
+      expect(await messagesOf(aliceOnOne, first.conversation_id)).toEqual(expected);
 
       // The PostgreSQL checkpointer keeps its tables in its own schema, apart from the service's.
       const client = new pg.Client({ connectionString: database.url });

@@ -1,14 +1,11 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import type { AuditEntry } from '../../src/modules/audit/audit.service.js';
-import { startTestApp } from '../helpers/app.js';
+import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { PASSWORD, TestClock, call, cookiePair, createUser } from '../helpers/auth.js';
 import { tablesContaining } from '../helpers/scan.js';
 
-const apps: App[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
+const closing = closeAfterEach();
 
 const AGENT = 'audit-test/2.0';
 const headers = { 'User-Agent': AGENT };
@@ -17,8 +14,7 @@ const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
 
 async function setUp(env: Record<string, string> = {}) {
   const clock = new TestClock();
-  const app = await startTestApp({ ADMIN_PASSWORD, ...env }, { now: clock.now });
-  apps.push(app);
+  const app = closing(await startTestApp({ ADMIN_PASSWORD, ...env }, { now: clock.now }));
   const alice = await createUser(app, 'alice');
   return { app, clock, alice };
 }

@@ -1,48 +1,20 @@
-import { afterEach, expect, it } from 'vitest';
-import { startTestApp } from '../helpers/app.js';
+import { expect, it } from 'vitest';
+import { closeAfterEach } from '../helpers/app.js';
 import { call } from '../helpers/auth.js';
-import { unusedPort } from '../helpers/http.js';
-import { CookieJar, signInAtIdp } from '../helpers/idp-browser.js';
-import { startTestIdp } from '../fakes/oidc-idp.js';
+import { browse, signInAtIdp } from '../helpers/idp-browser.js';
+import { startWithIdp } from '../helpers/sso.js';
 
 // A real OpenID Connect provider (oidc-provider) on loopback, as in test/auth/sso.test.ts.
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const closing = closeAfterEach();
 
 it('records single sign-on logins and logouts, and erases an SSO user with their linked account', async () => {
-  const port = await unusedPort();
-  const base = `http://127.0.0.1:${port}`;
-  const idp = await startTestIdp({
-    redirectUris: [`${base}/auth/sso/callback`],
-    accounts: { carol: { email: 'carol@corp.example', preferred_username: 'carol-sso' } },
-    postLogoutRedirectUris: [`${base}/`],
+  const { app, idp, base, jar } = await startWithIdp(closing, {
+    carol: { email: 'carol@corp.example', preferred_username: 'carol-sso' },
   });
-  cleanups.push(idp.close);
-  const app = await startTestApp({
-    PORT: String(port),
-    AUTH_MODE: 'session',
-    AUTH_PROVIDER: 'oidc',
-    OIDC_ISSUER_URL: idp.issuer,
-    OIDC_CLIENT_ID: idp.clientId,
-    OIDC_CLIENT_SECRET: idp.clientSecret,
-    OIDC_REDIRECT_URI: `${base}/auth/sso/callback`,
-    ADMIN_PASSWORD: 'bootstrap-secret-1',
-  });
-  cleanups.push(() => app.close());
-
-  const jar = new CookieJar();
-  const browse = async (url: string | URL) => {
-    const cookie = jar.header(url);
-    const res = await fetch(url, { redirect: 'manual', headers: cookie ? { Cookie: cookie } : {} });
-    jar.store(url, res.headers);
-    return res;
-  };
   const signIn = async () => {
-    const start = await browse(`${base}/auth/sso/login`);
-    await browse(await signInAtIdp(start.headers.get('location')!, 'carol', jar));
+    const start = await browse(jar, `${base}/auth/sso/login`);
+    await browse(jar, await signInAtIdp(start.headers.get('location')!, 'carol', jar));
     return jar.header(`${base}/`)!;
   };
 
@@ -56,7 +28,7 @@ it('records single sign-on logins and logouts, and erases an SSO user with their
       details: { issuer: idp.issuer, session_id: expect.any(String) as unknown },
     },
   ]);
-  expect((await browse(`${base}/auth/sso/logout`)).status).toBe(302);
+  expect((await browse(jar, `${base}/auth/sso/logout`)).status).toBe(302);
   expect((await app.services.audit.eventsOf(carol.id)).map((e) => [e.event_type, e.details.method])).toEqual([
     ['sso.login', undefined],
     ['logout', 'sso'],

@@ -1,21 +1,16 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.js';
+import { describe, expect, it } from 'vitest';
 import { groupsFromClaims, rolesFromClaims, safeReturnPath } from '../../src/modules/auth/sso.js';
-import { startTestApp } from '../helpers/app.js';
+import { closeAfterEach } from '../helpers/app.js';
 import { call } from '../helpers/auth.js';
-import { unusedPort } from '../helpers/http.js';
-import { CookieJar, followRedirects, signInAtIdp, signOutAtIdp } from '../helpers/idp-browser.js';
-import { startTestIdp } from '../fakes/oidc-idp.js';
+import { CookieJar, browse, followRedirects, signInAtIdp, signOutAtIdp } from '../helpers/idp-browser.js';
+import { type SsoSetUp, startWithIdp } from '../helpers/sso.js';
 
 /**
  * Single sign-on end to end: a real OpenID Connect provider (oidc-provider) on loopback stands in for the
  * external identity provider, and the browser's side of every redirect is played with a cookie jar.
  */
 
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const closing = closeAfterEach();
 
 const ACCOUNTS = {
   alice: {
@@ -29,39 +24,10 @@ const ACCOUNTS = {
   bob: { email: 'bob@corp.example', name: 'Bob', preferred_username: 'bob' },
 };
 
-async function setUp(mode: 'token' | 'session' = 'session') {
-  const port = await unusedPort();
-  const base = `http://127.0.0.1:${port}`;
-  const idp = await startTestIdp({
-    redirectUris: [`${base}/auth/sso/callback`],
-    accounts: ACCOUNTS,
-    postLogoutRedirectUris: [`${base}/`],
-  });
-  cleanups.push(idp.close);
-  const app = await startTestApp({
-    PORT: String(port),
-    AUTH_MODE: mode,
-    AUTH_PROVIDER: 'oidc',
-    OIDC_ISSUER_URL: idp.issuer,
-    OIDC_CLIENT_ID: idp.clientId,
-    OIDC_CLIENT_SECRET: idp.clientSecret,
-    OIDC_REDIRECT_URI: `${base}/auth/sso/callback`,
-    ADMIN_PASSWORD: 'bootstrap-secret-1',
-  });
-  cleanups.push(() => app.close());
-  return { app, idp, base, jar: new CookieJar() };
-}
-
-/** GET on our service with the browser's cookies, storing what it sets; redirects are not followed. */
-async function browse(jar: CookieJar, url: string | URL): Promise<Response> {
-  const cookie = jar.header(url);
-  const res = await fetch(url, { redirect: 'manual', headers: cookie ? { Cookie: cookie } : {} });
-  jar.store(url, res.headers);
-  return res;
-}
+const setUp = (mode: 'token' | 'session' = 'session') => startWithIdp(closing, ACCOUNTS, { AUTH_MODE: mode });
 
 /** The whole browser round trip: our login → the provider's login and consent → our callback. */
-async function signIn(env: { app: App; jar: CookieJar; base: string }, login: string, returnTo?: string) {
+async function signIn(env: SsoSetUp, login: string, returnTo?: string) {
   const start = await browse(
     env.jar,
     `${env.base}/auth/sso/login${returnTo ? `?redirect_uri=${encodeURIComponent(returnTo)}` : ''}`,

@@ -1,21 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { captureLogger, startTestApp } from '../helpers/app.js';
+import { captureLogger, closeAfterEach, startTestApp } from '../helpers/app.js';
 import { PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
+import { signIn } from '../helpers/client.js';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-const apps: App[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
+const closing = closeAfterEach();
 
 async function start(env: Record<string, string> = {}, clock = new TestClock()) {
   const logs = captureLogger('info');
-  const app = await startTestApp(
-    { ADMIN_PASSWORD: 'bootstrap-secret-1', ...env },
-    { now: clock.now, logger: logs.logger },
+  const app = closing(
+    await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env }, { now: clock.now, logger: logs.logger }),
   );
-  apps.push(app);
   return { app, clock, logs };
 }
 
@@ -230,29 +226,14 @@ describe('token mode: /auth/me, /auth/sessions, /auth/verify, JWKS', () => {
 
   it('lists the caller’s sessions, marks the current one, and evicts the oldest beyond the limit', async () => {
     const { app, clock } = await start({ SESSION_MAX_CONCURRENT: '2' });
-    await createUser(app, 'alice');
-    const first = (
-      await call(app, 'POST', '/auth/login', {
-        body: { username: 'alice', password: PASSWORD },
-        headers: { 'User-Agent': 'first' },
-      })
-    ).body;
+    const signInWith = (agent: string) => signIn(app, 'alice', { headers: { 'User-Agent': agent } });
+    const first = await signInWith('first');
     clock.advance(1_000);
-    const second = (
-      await call(app, 'POST', '/auth/login', {
-        body: { username: 'alice', password: PASSWORD },
-        headers: { 'User-Agent': 'second' },
-      })
-    ).body;
+    const second = await signInWith('second');
     clock.advance(1_000);
-    const third = (
-      await call(app, 'POST', '/auth/login', {
-        body: { username: 'alice', password: PASSWORD },
-        headers: { 'User-Agent': 'third' },
-      })
-    ).body;
+    const third = await signInWith('third');
 
-    const list = await call(app, 'GET', '/auth/sessions', { token: third.access_token as string });
+    const list = await third.get('/auth/sessions');
     expect(list.status).toBe(200);
     expect(list.body).toMatchObject({ total: 2, max_concurrent: 2 });
     const sessions = list.body.sessions as Record<string, unknown>[];
@@ -268,42 +249,40 @@ describe('token mode: /auth/me, /auth/sessions, /auth/verify, JWKS', () => {
       is_current: false,
     });
     // The evicted login is logged out entirely.
-    expect((await call(app, 'GET', '/auth/me', { token: first.access_token as string })).status).toBe(401);
-    expect((await call(app, 'POST', '/auth/refresh', { body: { refresh_token: first.refresh_token } })).status).toBe(
-      401,
-    );
-    expect((await call(app, 'GET', '/auth/me', { token: second.access_token as string })).status).toBe(200);
+    expect((await first.get('/auth/me')).status).toBe(401);
+    expect(
+      (await call(app, 'POST', '/auth/refresh', { body: { refresh_token: first.login.refresh_token } })).status,
+    ).toBe(401);
+    expect((await second.get('/auth/me')).status).toBe(200);
   });
 
   it('revokes an own session (200), refuses another user’s (403) and an unknown one (404)', async () => {
     const { app, clock } = await start();
-    await createUser(app, 'alice');
-    await createUser(app, 'bob');
-    const aliceOne = (await login(app, 'alice')).body;
+    const aliceOne = await signIn(app, 'alice');
     clock.advance(1_000);
-    const aliceTwo = (await login(app, 'alice')).body;
-    const bob = (await login(app, 'bob')).body;
-    const aliceSessions = (await call(app, 'GET', '/auth/sessions', { token: aliceTwo.access_token as string })).body
-      .sessions as { session_id: string; is_current: boolean }[];
+    const aliceTwo = await signIn(app, 'alice');
+    const bob = await signIn(app, 'bob');
+    const aliceSessions = (await aliceTwo.get('/auth/sessions')).body.sessions as {
+      session_id: string;
+      is_current: boolean;
+    }[];
     const other = aliceSessions.find((s) => !s.is_current)!.session_id;
 
-    const forbidden = await call(app, 'DELETE', `/auth/sessions/${other}`, { token: bob.access_token as string });
+    const forbidden = await bob.delete(`/auth/sessions/${other}`);
     expect(forbidden.status).toBe(403);
     expect(forbidden.body).toMatchObject({ error: 'forbidden', code: 'AUTH_ACCESS_DENIED' });
     // Bob cannot see Alice's sessions either: his list has only his own.
-    const bobList = await call(app, 'GET', '/auth/sessions', { token: bob.access_token as string });
+    const bobList = await bob.get('/auth/sessions');
     expect((bobList.body.sessions as unknown[]).length).toBe(1);
 
-    const missing = await call(app, 'DELETE', '/auth/sessions/00000000-0000-0000-0000-000000000000', {
-      token: aliceTwo.access_token as string,
-    });
+    const missing = await aliceTwo.delete('/auth/sessions/00000000-0000-0000-0000-000000000000');
     expect(missing.status).toBe(404);
     expect(missing.body).toMatchObject({ error: 'not_found', code: 'SESSION_NOT_FOUND' });
 
-    const revoked = await call(app, 'DELETE', `/auth/sessions/${other}`, { token: aliceTwo.access_token as string });
+    const revoked = await aliceTwo.delete(`/auth/sessions/${other}`);
     expect(revoked).toMatchObject({ status: 200, body: { message: 'Session revoked' } });
-    expect((await call(app, 'GET', '/auth/me', { token: aliceOne.access_token as string })).status).toBe(401);
-    expect((await call(app, 'GET', '/auth/me', { token: aliceTwo.access_token as string })).status).toBe(200);
+    expect((await aliceOne.get('/auth/me')).status).toBe(401);
+    expect((await aliceTwo.get('/auth/me')).status).toBe(200);
   });
 
   it('POST /auth/verify reports a valid token and, with 401, an invalid or expired one', async () => {
@@ -368,8 +347,7 @@ describe('bootstrap administrator', () => {
   it('gets a generated password, shown once outside the logs', async () => {
     const announced: string[] = [];
     const logs = captureLogger('debug');
-    const app = await startTestApp({}, { announce: (m) => announced.push(m), logger: logs.logger });
-    apps.push(app);
+    const app = closing(await startTestApp({}, { announce: (m) => announced.push(m), logger: logs.logger }));
     expect(announced).toHaveLength(1);
     const password = /password: (\S+)/.exec(announced[0]!)![1]!;
     expect((await login(app, 'admin', password)).status).toBe(200);

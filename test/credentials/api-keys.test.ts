@@ -1,15 +1,13 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
+import { closeAfterEach } from '../helpers/app.js';
 import { PASSWORD, call, startWithTwoUsers } from '../helpers/auth.js';
 import { tablesContaining } from '../helpers/scan.js';
 
 const ISO = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/;
-const apps: App[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
+const closing = closeAfterEach();
 
-const setUp = () => startWithTwoUsers((app) => apps.push(app));
+const setUp = () => startWithTwoUsers(closing);
 
 const create = (app: App, token: string, body: Record<string, unknown> = { name: 'ci' }) =>
   call(app, 'POST', '/api/v1/api-keys', { token, body });

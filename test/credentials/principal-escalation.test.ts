@@ -1,19 +1,17 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { hashSecret } from '../../src/modules/auth/tokens.js';
+import { closeAfterEach } from '../helpers/app.js';
 import { PASSWORD, accessToken, call, createUser, startWithTwoUsers } from '../helpers/auth.js';
 
-const apps: App[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
+const closing = closeAfterEach();
 
 const ADMIN_PASSWORD = 'bootstrap-secret-1';
 const BASE = '/api/v1/service-principals';
 const SCIM_PATCH = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 
 async function setUp() {
-  const setup = await startWithTwoUsers((app) => apps.push(app), { ADMIN_PASSWORD });
+  const setup = await startWithTwoUsers(closing, { ADMIN_PASSWORD });
   return { ...setup, admin: await accessToken(setup.app, 'admin', ADMIN_PASSWORD) };
 }
 

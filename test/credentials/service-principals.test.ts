@@ -1,17 +1,14 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { slugify } from '../../src/modules/service-principals/service-principals.service.js';
-import { startTestApp } from '../helpers/app.js';
+import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { PASSWORD, call, createUser, startWithTwoUsers } from '../helpers/auth.js';
 import { tablesContaining } from '../helpers/scan.js';
 import { FAKE_MODEL_ID, FAKE_STORE_ID, startFakeOpenFga } from '../fakes/openfga.js';
 
-const apps: App[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
+const closing = closeAfterEach();
 
-const setUp = () => startWithTwoUsers((app) => apps.push(app));
+const setUp = () => startWithTwoUsers(closing);
 
 const BASE = '/api/v1/service-principals';
 const create = (app: App, token: string, body: Record<string, unknown> = {}) =>
@@ -289,14 +286,15 @@ describe('service principals', () => {
 describe('service principals with authorization in OpenFGA (a fake OpenFGA server: none can run here)', () => {
   it('writes the owner tuple to OpenFGA and enforces ownership through it', async () => {
     const fga = await startFakeOpenFga();
-    const app = await startTestApp({
-      ADMIN_PASSWORD: 'bootstrap-secret-1',
-      AUTHZ_PROVIDER: 'openfga',
-      OPENFGA_API_URL: fga.url,
-      OPENFGA_STORE_ID: FAKE_STORE_ID,
-      OPENFGA_MODEL_ID: FAKE_MODEL_ID,
-    });
-    apps.push(app);
+    const app = closing(
+      await startTestApp({
+        ADMIN_PASSWORD: 'bootstrap-secret-1',
+        AUTHZ_PROVIDER: 'openfga',
+        OPENFGA_API_URL: fga.url,
+        OPENFGA_STORE_ID: FAKE_STORE_ID,
+        OPENFGA_MODEL_ID: FAKE_MODEL_ID,
+      }),
+    );
     try {
       const alice = await createUser(app, 'alice');
       await createUser(app, 'bob');

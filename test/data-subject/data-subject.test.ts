@@ -1,35 +1,28 @@
 import { parse } from 'csv-parse/sync';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { dataExportCsv, neutralizeFormula } from '../../src/modules/data-subject/csv.js';
 import type { DataExport } from '../../src/modules/data-subject/data-subject.service.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
+import { closeAfterEach } from '../helpers/app.js';
+import { PASSWORD, TestClock, call, servicePrincipalToken } from '../helpers/auth.js';
+import { startTestClient } from '../helpers/client.js';
 
-const apps: App[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
+const closing = closeAfterEach();
 
 const AGENT = 'data-subject-test/1.0';
 const headers = { 'User-Agent': AGENT };
 
 async function setUp() {
   const clock = new TestClock();
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1' }, { now: clock.now });
-  apps.push(app);
-  const alice = await createUser(app, 'alice');
-  await createUser(app, 'bob');
-  const login = async (username: string) =>
-    (await call(app, 'POST', '/auth/login', { body: { username, password: PASSWORD }, headers })).body;
-  const aliceLogin = await login('alice');
+  const { app, as } = closing(await startTestClient({}, { now: clock.now }));
+  const alice = await as('alice', { headers });
   return {
     app,
     clock,
     alice,
-    token: aliceLogin.access_token as string,
-    refreshToken: aliceLogin.refresh_token as string,
-    bob: (await login('bob')).access_token as string,
+    token: alice.token,
+    refreshToken: alice.login.refresh_token as string,
+    bob: (await as('bob', { headers })).token,
   };
 }
 
@@ -95,7 +88,7 @@ describe('GET /api/v1/users/me/data', () => {
         username: 'alice',
         email: 'alice@example.com',
         name: null,
-        created_at: alice.createdAt,
+        created_at: alice.user.createdAt,
         preferences: {},
       },
       sessions: [
@@ -128,7 +121,7 @@ describe('GET /api/v1/users/me/data', () => {
         {
           event_id: expect.any(String) as unknown,
           event_type: 'login.succeeded',
-          timestamp: alice.createdAt,
+          timestamp: alice.user.createdAt,
           ip_address: '127.0.0.1',
         },
         {
@@ -148,18 +141,8 @@ describe('GET /api/v1/users/me/data', () => {
       status: 401,
       body: { detail: 'Authentication required' },
     });
-    const created = await call(app, 'POST', '/api/v1/service-principals', {
-      token,
-      body: { name: 'Robot', description: 'x' },
-    });
-    const grant = await call(app, 'POST', '/auth/token', {
-      form: {
-        grant_type: 'client_credentials',
-        client_id: 'robot',
-        client_secret: created.body.client_secret as string,
-      },
-    });
-    const res = await call(app, 'GET', me('/data'), { token: grant.body.access_token as string });
+    const robot = await servicePrincipalToken(app, token, 'Robot');
+    const res = await call(app, 'GET', me('/data'), { token: robot });
     expect(res).toMatchObject({ status: 403, body: { detail: 'Data-subject rights belong to users' } });
   });
 });

@@ -7,6 +7,16 @@ import { type TestIdp, startTestIdp } from './oidc-idp.js';
 const REDIRECT_URI = 'http://127.0.0.1:9/auth/sso/callback';
 const POST_LOGOUT_REDIRECT_URI = 'http://127.0.0.1:9/signed-out';
 
+/** An account with every claim the provider knows. */
+const ADA = {
+  email: 'ada@example.test',
+  email_verified: true,
+  name: 'Ada Lovelace',
+  preferred_username: 'ada',
+  groups: ['engineering', 'admins'],
+  roles: ['owner'],
+};
+
 let idp: TestIdp;
 let config: oidc.Configuration;
 
@@ -14,17 +24,7 @@ beforeAll(async () => {
   idp = await startTestIdp({
     redirectUris: [REDIRECT_URI],
     postLogoutRedirectUris: [POST_LOGOUT_REDIRECT_URI],
-    accounts: {
-      'ada-1815': {
-        email: 'ada@example.test',
-        email_verified: true,
-        name: 'Ada Lovelace',
-        preferred_username: 'ada',
-        groups: ['engineering', 'admins'],
-        roles: ['owner'],
-      },
-      bob: { email: 'bob@example.test', name: 'Bob' },
-    },
+    accounts: { 'ada-1815': ADA, bob: { email: 'bob@example.test', name: 'Bob' } },
   });
   // The issuer is plain HTTP on loopback, which openid-client refuses unless told otherwise.
   config = await oidc.discovery(new URL(idp.issuer), idp.clientId, idp.clientSecret, undefined, {
@@ -67,12 +67,7 @@ describe('test identity provider driven by the fetch browser', () => {
       aud: idp.clientId,
       sub: 'ada-1815',
       nonce: checks.expectedNonce,
-      email: 'ada@example.test',
-      email_verified: true,
-      name: 'Ada Lovelace',
-      preferred_username: 'ada',
-      groups: ['engineering', 'admins'],
-      roles: ['owner'],
+      ...ADA,
     });
     const userinfo = await oidc.fetchUserInfo(config, tokens.access_token, 'ada-1815');
     expect(userinfo).toMatchObject({ email: 'ada@example.test', groups: ['engineering', 'admins'] });

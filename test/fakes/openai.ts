@@ -1,5 +1,5 @@
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import { serveOnLoopback } from '../helpers/http.js';
+import { readJsonBody, serveOnLoopback } from '../helpers/http.js';
 
 /**
  * A FAKE of a hosted OpenAI-compatible API (no such service can run here). It speaks the real wire format of
@@ -104,18 +104,6 @@ function sendError(res: ServerResponse, status: number, message?: string, header
   send(res, status, { error: { ...error, ...(message && { message }), param: null } }, headers);
 }
 
-async function readJson(req: IncomingMessage): Promise<unknown> {
-  const parts: Buffer[] = [];
-  for await (const part of req) parts.push(part as Buffer);
-  const text = Buffer.concat(parts).toString('utf8');
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    return text;
-  }
-}
-
 function countWords(text: unknown): number {
   return typeof text === 'string' ? (text.match(/\S+/g)?.length ?? 0) : 0;
 }
@@ -194,7 +182,7 @@ export async function startFakeOpenAi(models: string[] = ['gpt-4o-mini']): Promi
 
   async function handle(req: IncomingMessage, res: ServerResponse): Promise<void> {
     const path = new URL(req.url ?? '/', 'http://x').pathname;
-    const body = await readJson(req);
+    const body = await readJsonBody(req, (text) => text);
     fake.requests.push({
       method: req.method ?? '',
       path,

@@ -4,7 +4,7 @@ import type { AuthorizationModel, RelationReference } from '@openfga/sdk';
 import type { Tuple } from '../../src/adapters/authz/port.js';
 import { Evaluator, type TupleReader } from '../../src/adapters/authz/evaluator.js';
 import { authorizationModel } from '../../src/modules/authz/model.js';
-import { serveOnLoopback } from '../helpers/http.js';
+import { readJsonBody, serveOnLoopback } from '../helpers/http.js';
 
 /**
  * A FAKE OpenFGA server, standing in for a real one that cannot run here. It speaks OpenFGA's HTTP API — the
@@ -83,18 +83,6 @@ function ulid(now = Date.now()): string {
 function send(res: ServerResponse, status: number, body: unknown): void {
   res.writeHead(status, { 'Content-Type': 'application/json' });
   res.end(JSON.stringify(body));
-}
-
-async function readBody(req: IncomingMessage): Promise<unknown> {
-  const chunks: Buffer[] = [];
-  for await (const chunk of req) chunks.push(chunk as Buffer);
-  const text = Buffer.concat(chunks).toString('utf8');
-  if (text === '') return undefined;
-  try {
-    return JSON.parse(text) as unknown;
-  } catch {
-    throw invalid('malformed JSON');
-  }
 }
 
 function isRecord(value: unknown): value is Record<string, unknown> {
@@ -454,7 +442,9 @@ export async function startFakeOpenFga(options: FakeOpenFgaOptions = {}): Promis
   const served = await serveOnLoopback((req: IncomingMessage, res: ServerResponse) => {
     const method = req.method ?? 'GET';
     const path = new URL(req.url ?? '/', 'http://x').pathname;
-    readBody(req)
+    readJsonBody(req, () => {
+      throw invalid('malformed JSON');
+    })
       .then(async (body) => {
         state.requests.push({ method, path, body, authorization: req.headers.authorization });
         const [status, response] = await route(req, method, path, body);

@@ -1,5 +1,6 @@
 import { Writable } from 'node:stream';
 import { pino } from 'pino';
+import { afterEach } from 'vitest';
 import { type App, type AppOverrides, buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
 import type { Logger } from '../../src/logger.js';
@@ -28,6 +29,26 @@ export async function startTestApp(env: Record<string, string> = {}, overrides: 
   const app = buildTestApp(env, overrides);
   await app.start();
   return app;
+}
+
+/** Anything a test opens and must close: an app, a fake third-party API, a test client. */
+export interface Closable {
+  close(): unknown;
+}
+
+/**
+ * Registers an afterEach that closes, last opened first, everything the suite's tests handed to the returned
+ * function, which gives back what it was handed: `const { app } = closing(await startTestClient())`.
+ */
+export function closeAfterEach(): <T extends Closable>(resource: T) => T {
+  const open: Closable[] = [];
+  afterEach(async () => {
+    while (open.length > 0) await open.pop()!.close();
+  });
+  return (resource) => {
+    open.push(resource);
+    return resource;
+  };
 }
 
 /** A logger whose JSON lines the test can read back. */

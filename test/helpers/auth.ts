@@ -27,6 +27,13 @@ export interface CallOptions {
 
 /** One request to a listener of the app, with the credential of choice. */
 export async function call(app: App, method: string, path: string, options: CallOptions = {}): Promise<CallResult> {
+  const res = await fetchApp(app, method, path, options);
+  const text = await res.text();
+  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+}
+
+/** The request `call` sends, answered with the response unread. */
+export function fetchApp(app: App, method: string, path: string, options: CallOptions = {}): Promise<Response> {
   const headers: Record<string, string> = { ...options.headers };
   if (options.token) headers.Authorization = `Bearer ${options.token}`;
   if (options.cookie) headers.Cookie = options.cookie;
@@ -39,12 +46,12 @@ export async function call(app: App, method: string, path: string, options: Call
     headers['Content-Type'] = 'application/json';
     body = JSON.stringify(options.body);
   }
-  const res = await fetch(`${app.url('main')}${path}`, { method, headers, body });
-  const text = await res.text();
-  return { status: res.status, headers: res.headers, body: text ? (JSON.parse(text) as Record<string, unknown>) : {} };
+  return fetch(`${app.url('main')}${path}`, { method, headers, body });
 }
 
 export const PASSWORD = 'correct horse battery';
+/** The bootstrap administrator's password (user `admin`) of the apps the helpers start. */
+export const ADMIN_PASSWORD = 'bootstrap-secret-1';
 
 /** Creates a local user through the users service (there is no public sign-up). */
 export async function createUser(app: App, username: string, extra: { email?: string; roles?: string[] } = {}) {
@@ -68,12 +75,31 @@ export async function accessToken(app: App, username: string, password = PASSWOR
 }
 
 /**
+ * Creates a client-credentials service principal owned by whoever `ownerToken` signs in, and answers the access
+ * token the principal is granted (POST /auth/token).
+ */
+export async function servicePrincipalToken(app: App, ownerToken: string, name: string): Promise<string> {
+  const created = await call(app, 'POST', '/api/v1/service-principals', {
+    token: ownerToken,
+    body: { name, description: `${name}, for a test` },
+  });
+  const grant = await call(app, 'POST', '/auth/token', {
+    form: {
+      grant_type: 'client_credentials',
+      client_id: created.body.service_id as string,
+      client_secret: created.body.client_secret as string,
+    },
+  });
+  return grant.body.access_token as string;
+}
+
+/**
  * A started app on a test clock with two logged-in users, alice and bob, for isolation tests. `track` receives
  * the app so the suite can close it.
  */
 export async function startWithTwoUsers(track: (app: App) => void, env: Record<string, string> = {}) {
   const clock = new TestClock();
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env }, { now: clock.now });
+  const app = await startTestApp({ ADMIN_PASSWORD, ...env }, { now: clock.now });
   track(app);
   await createUser(app, 'alice');
   await createUser(app, 'bob');

@@ -1,7 +1,9 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterEach, beforeEach } from 'vitest';
 import type { DatabaseTarget } from '../../src/config.js';
+import { type Db, createDb } from '../../src/db/create-db.js';
 import { type Availability, createPostgresDatabase, probePostgres } from './services.js';
 
 /** A database to run a suite against, created fresh and removed afterwards. */
@@ -42,3 +44,24 @@ const postgres: Dialect = {
 
 /** Every dialect the store must work on; store suites run once per entry. */
 export const DIALECTS: Dialect[] = [sqlite, postgres];
+
+/** The database of the running test; see freshDbPerTest. */
+export interface FreshDb {
+  /** Open (not migrated); a test that reopens it puts the new one here, and that one is destroyed after it. */
+  db: Db;
+  database: TestDatabase;
+}
+
+/** A fresh database of `dialect` for each test of the enclosing suite: created and opened before it, removed after. */
+export function freshDbPerTest(dialect: Dialect): FreshDb {
+  const fresh = {} as FreshDb;
+  beforeEach(async () => {
+    fresh.database = await dialect.create();
+    fresh.db = createDb(fresh.database.target);
+  });
+  afterEach(async () => {
+    await fresh.db.destroy();
+    await fresh.database.cleanup();
+  });
+  return fresh;
+}

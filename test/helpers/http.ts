@@ -1,4 +1,4 @@
-import { type Server, createServer } from 'node:http';
+import { type IncomingMessage, type Server, createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { RequestListener } from 'node:http';
 
@@ -26,4 +26,20 @@ export async function unusedPort(): Promise<number> {
   const { port } = server.address() as AddressInfo;
   await close();
   return port;
+}
+
+/**
+ * The JSON body of a request to a fake third-party API: undefined when empty, else what `malformed` makes of text
+ * that is not JSON (each fake answers that as its real counterpart does).
+ */
+export async function readJsonBody(req: IncomingMessage, malformed: (text: string) => unknown): Promise<unknown> {
+  const chunks: Buffer[] = [];
+  for await (const chunk of req) chunks.push(chunk as Buffer);
+  const text = Buffer.concat(chunks).toString('utf8');
+  if (text === '') return undefined;
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return malformed(text);
+  }
 }

@@ -77,6 +77,14 @@ function parseSetCookie(line: string, url: URL): StoredCookie | undefined {
   return { name, value: pair.slice(eq + 1).trim(), path, expires };
 }
 
+/** A GET with the browser's cookies, storing what the response sets; redirects are not followed. */
+export async function browse(jar: CookieJar, url: string | URL): Promise<Response> {
+  const cookie = jar.header(url);
+  const res = await fetch(url, { redirect: 'manual', headers: cookie ? { Cookie: cookie } : {} });
+  jar.store(url, res.headers);
+  return res;
+}
+
 export interface FollowOptions {
   method?: 'GET' | 'POST';
   /** A form body; fetch sends it as application/x-www-form-urlencoded. */

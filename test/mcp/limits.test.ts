@@ -1,48 +1,24 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { WebSocket } from 'ws';
-import { afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../helpers/app.js';
+import { startTestClient } from '../helpers/client.js';
+import { openSocket, openSse, sdkTransports } from '../helpers/mcp.js';
 import { startFakeOpenAi } from '../fakes/openai.js';
 
 /** Over-limit requests on every wire, and clients that go away mid-stream. */
 
-const apps: App[] = [];
-const cleanups: (() => Promise<void>)[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-  while (cleanups.length > 0) await cleanups.pop()!();
-});
+const closing = closeAfterEach();
 
 async function setUp(env: Record<string, string>) {
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env });
-  apps.push(app);
-  await createUser(app, 'alice');
-  const token = (await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } })).body
-    .access_token as string;
-  return { app, token };
+  const { app, as } = closing(await startTestClient(env));
+  return { app, alice: await as('alice') };
 }
-
-const openSocket = (app: App, token: string) =>
-  new Promise<WebSocket>((resolve, reject) => {
-    const socket = new WebSocket(`${app.url('main').replace('http', 'ws')}/mcp/ws`, {
-      headers: { Authorization: `Bearer ${token}` },
-    });
-    socket.once('open', () => resolve(socket));
-    socket.once('unexpected-response', (_req, res) => reject(new Error(String(res.statusCode))));
-  });
 
 describe('request limits on every wire', () => {
   it('streamable HTTP: 429 with rate-limit headers once the budget is spent', async () => {
-    const { app, token } = await setUp({ MCP_REQUESTS_PER_MINUTE: '3' });
+    const { app, alice } = await setUp({ MCP_REQUESTS_PER_MINUTE: '3' });
     const client = new Client({ name: 'limits', version: '1' });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-      }),
-    );
+    await client.connect(sdkTransports['streamable HTTP'](app, alice.credentials));
     await expect(async () => {
       for (let i = 0; i < 5; i++) await client.listTools();
     }).rejects.toThrow(/rate_limit_exceeded/);
@@ -50,8 +26,8 @@ describe('request limits on every wire', () => {
   });
 
   it('WebSocket: a JSON-RPC error (-32029) carrying retry_after', async () => {
-    const { app, token } = await setUp({ MCP_REQUESTS_PER_MINUTE: '2' });
-    const socket = await openSocket(app, token);
+    const { app, alice } = await setUp({ MCP_REQUESTS_PER_MINUTE: '2' });
+    const socket = await openSocket(app, alice.credentials);
     const replies: Record<string, unknown>[] = [];
     socket.on('message', (data) => replies.push(JSON.parse((data as Buffer).toString()) as Record<string, unknown>));
     for (let id = 1; id <= 3; id++) socket.send(JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' }));
@@ -65,36 +41,24 @@ describe('request limits on every wire', () => {
   });
 
   it('legacy SSE: POST /messages answers 429', async () => {
-    const { app, token } = await setUp({ MCP_REQUESTS_PER_MINUTE: '1' });
-    const controller = new AbortController();
-    const stream = await fetch(`${app.url('main')}/sse`, {
-      headers: { Authorization: `Bearer ${token}` },
-      signal: controller.signal,
-    });
-    const first = new TextDecoder().decode((await stream.body!.getReader().read()).value as Uint8Array);
-    const sessionId = /sessionId=([0-9a-f-]+)/.exec(first)![1]!;
-    const send = () =>
-      fetch(`${app.url('main')}/messages?sessionId=${sessionId}`, {
-        method: 'POST',
-        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
-        body: JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping' }),
-      });
+    const { app, alice } = await setUp({ MCP_REQUESTS_PER_MINUTE: '1' });
+    const stream = await openSse(app, alice.credentials);
+    const send = () => alice.post(`/messages?sessionId=${stream.sessionId}`, { jsonrpc: '2.0', id: 1, method: 'ping' });
     expect((await send()).status).toBe(202);
     const limited = await send();
     expect(limited.status).toBe(429);
-    expect(await limited.json()).toMatchObject({ error: { code: 'rate_limit_exceeded' } });
-    controller.abort();
+    expect(limited.body).toMatchObject({ error: { code: 'rate_limit_exceeded' } });
+    stream.close();
   });
 });
 
 describe('clients that go away mid-stream', () => {
   it('a dropped /mcp/message stream releases its slot and stops the turn (model: a fake OpenAI-compatible API)', async () => {
-    const fake = await startFakeOpenAi(['slow-model']);
-    cleanups.push(fake.close);
+    const fake = closing(await startFakeOpenAi(['slow-model']));
     // A long answer, one slow chunk at a time: the client leaves long before it ends.
     fake.replies.push({ text: 'word '.repeat(500) });
     fake.chunkDelayMs = 20;
-    const { app, token } = await setUp({
+    const { app, alice } = await setUp({
       MCP_MAX_CONCURRENT_STREAMS: '1',
       LLM_PROVIDER: 'openai',
       LLM_BASE_URL: fake.url,
@@ -103,7 +67,7 @@ describe('clients that go away mid-stream', () => {
     const controller = new AbortController();
     const res = await fetch(`${app.url('main')}/mcp/message`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      headers: { ...alice.credentials, 'Content-Type': 'application/json' },
       body: JSON.stringify({ query: 'tell me a long story', stream: true }),
       signal: controller.signal,
     });
@@ -119,7 +83,7 @@ describe('clients that go away mid-stream', () => {
       await new Promise((resolve) => setTimeout(resolve, 10));
       const retry = await fetch(`${app.url('main')}/mcp/message`, {
         method: 'POST',
-        headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+        headers: { ...alice.credentials, 'Content-Type': 'application/json' },
         body: JSON.stringify({ query: 'again', stream: true }),
       });
       status = retry.status;
@@ -127,35 +91,29 @@ describe('clients that go away mid-stream', () => {
     }
     expect(status).toBe(200);
     // The abandoned turn was cancelled, so its half answer was never recorded.
-    const conversations = await app.services.conversations.list(
-      `user:${(await app.services.users.getByUsername('alice'))!.id}`,
-      {
-        offset: 0,
-        limit: 10,
-      },
-    );
+    const conversations = await app.services.conversations.list(`user:${alice.id}`, { offset: 0, limit: 10 });
     const counts = conversations.map((c) => c.messageCount).sort();
     expect(counts).toEqual([0, 2]);
   });
 
   it('a dropped WebSocket frees its connection and stream slot', async () => {
-    const { app, token } = await setUp({ MCP_MAX_CONCURRENT_STREAMS: '1' });
-    const socket = await openSocket(app, token);
+    const { app, alice } = await setUp({ MCP_MAX_CONCURRENT_STREAMS: '1' });
+    const socket = await openSocket(app, alice.credentials);
     expect(app.wires.websocket.size).toBe(1);
-    await expect(openSocket(app, token)).rejects.toThrow('429');
+    await expect(openSocket(app, alice.credentials)).rejects.toThrow('429');
     socket.terminate();
     for (let i = 0; i < 100 && app.wires.websocket.size > 0; i++)
       await new Promise((resolve) => setTimeout(resolve, 10));
     expect(app.wires.websocket.size).toBe(0);
-    const again = await openSocket(app, token);
+    const again = await openSocket(app, alice.credentials);
     again.close();
   });
 
   it('closes every stream and socket on shutdown', async () => {
-    const { app, token } = await setUp({});
-    const socket = await openSocket(app, token);
+    const { app, alice } = await setUp({});
+    const socket = await openSocket(app, alice.credentials);
     const closed = new Promise<number>((resolve) => socket.once('close', (code) => resolve(code)));
-    const stream = await fetch(`${app.url('main')}/sse`, { headers: { Authorization: `Bearer ${token}` } });
+    const stream = await fetch(`${app.url('main')}/sse`, { headers: alice.credentials });
     const reading = stream.text();
     await app.close();
     expect(await closed).toBe(1001);

@@ -3,29 +3,24 @@ import type { Server } from 'node:http';
 import { connect } from 'node:net';
 import { WebSocket } from 'ws';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import type { App } from '../../src/app.js';
 import { ForbiddenError } from '../../src/errors.js';
 import { Lifecycle } from '../../src/lifecycle.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { closeAfterEach } from '../helpers/app.js';
+import { startTestClient } from '../helpers/client.js';
+import { socketUrl } from '../helpers/mcp.js';
 import { standaloneEndpoint } from './websocket-endpoint.js';
 
 /** Every refusal of every MCP wire comes from the HTTP error renderer: one status, body and header set. */
 
-const apps: App[] = [];
+const closing = closeAfterEach();
 const servers: Server[] = [];
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));
-  await Promise.all(apps.splice(0).map((app) => app.close()));
 });
 
 async function setUp(env: Record<string, string> = {}) {
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env });
-  apps.push(app);
-  await createUser(app, 'alice');
-  const token = (await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } })).body
-    .access_token as string;
-  return { app, token };
+  const { app, as } = closing(await startTestClient(env));
+  return { app, alice: await as('alice') };
 }
 
 interface RawResponse {
@@ -101,12 +96,10 @@ describe('a refused WebSocket upgrade is an HTTP response from the HTTP renderer
   });
 
   it('over the concurrent-stream limit: 429 Too Many Requests, Retry-After and rate_limit_exceeded', async () => {
-    const { app, token } = await setUp({ MCP_MAX_CONCURRENT_STREAMS: '1' });
-    const first = new WebSocket(`${app.url('main').replace('http', 'ws')}/mcp/ws`, {
-      headers: { Authorization: `Bearer ${token}` },
-    });
+    const { app, alice } = await setUp({ MCP_MAX_CONCURRENT_STREAMS: '1' });
+    const first = new WebSocket(socketUrl(app), { headers: alice.credentials });
     await new Promise((resolve, reject) => first.once('open', resolve).once('error', reject));
-    const refused = await rawUpgrade(app.url('main'), { Authorization: `Bearer ${token}` });
+    const refused = await rawUpgrade(app.url('main'), alice.credentials);
     expect(refused.statusLine).toBe('HTTP/1.1 429 Too Many Requests');
     expect(refused.headers['retry-after']).toBe('1');
     expect(jsonBody(refused)).toEqual({
@@ -116,9 +109,9 @@ describe('a refused WebSocket upgrade is an HTTP response from the HTTP renderer
   });
 
   it('from a foreign Origin: 403 Forbidden with permission_denied', async () => {
-    const { app, token } = await setUp();
+    const { app, alice } = await setUp();
     const refused = await rawUpgrade(app.url('main'), {
-      Authorization: `Bearer ${token}`,
+      ...alice.credentials,
       Origin: 'https://evil.example.com',
     });
     expect(refused.statusLine).toBe('HTTP/1.1 403 Forbidden');
@@ -126,10 +119,10 @@ describe('a refused WebSocket upgrade is an HTTP response from the HTTP renderer
   });
 
   it('while the service is not running: 503 Service Unavailable with Retry-After', async () => {
-    const { app, token } = await setUp();
+    const { app, alice } = await setUp();
     const { url, server } = await standaloneEndpoint(app, { lifecycle: new Lifecycle() });
     servers.push(server);
-    const refused = await rawUpgrade(url, { Authorization: `Bearer ${token}` });
+    const refused = await rawUpgrade(url, alice.credentials);
     expect(refused.statusLine).toBe('HTTP/1.1 503 Service Unavailable');
     expect(refused.headers['retry-after']).toBe('1');
     expect(jsonBody(refused)).toEqual({
@@ -155,9 +148,9 @@ describe('a refused WebSocket upgrade is an HTTP response from the HTTP renderer
   });
 
   it('a malformed handshake: 400 in the MCP error shape, not the socket library’s text', async () => {
-    const { app, token } = await setUp();
+    const { app, alice } = await setUp();
     const refused = await rawUpgrade(app.url('main'), {
-      Authorization: `Bearer ${token}`,
+      ...alice.credentials,
       'Sec-WebSocket-Key': 'short',
     });
     expect(refused.statusLine).toBe('HTTP/1.1 400 Bad Request');
@@ -169,12 +162,12 @@ describe('a refused WebSocket upgrade is an HTTP response from the HTTP renderer
 
 describe('refusals of the HTTP streaming wires', () => {
   it('streamable HTTP: a full session table is 503 with Retry-After and the MCP error body', async () => {
-    const { app, token } = await setUp({ MCP_MAX_SESSIONS: '1' });
+    const { app, alice } = await setUp({ MCP_MAX_SESSIONS: '1' });
     const initialize = () =>
       fetch(`${app.url('main')}/mcp`, {
         method: 'POST',
         headers: {
-          Authorization: `Bearer ${token}`,
+          ...alice.credentials,
           'Content-Type': 'application/json',
           Accept: 'application/json, text/event-stream',
         },
@@ -201,10 +194,10 @@ describe('refusals of the HTTP streaming wires', () => {
   });
 
   it('legacy SSE: a message that is not JSON-RPC is 400 invalid_request in JSON, not the SDK’s plain text', async () => {
-    const { app, token } = await setUp();
+    const { app, alice } = await setUp();
     const controller = new AbortController();
     const stream = await fetch(`${app.url('main')}/sse`, {
-      headers: { Authorization: `Bearer ${token}` },
+      headers: alice.credentials,
       signal: controller.signal,
     });
     const reader = stream.body!.getReader();
@@ -214,7 +207,7 @@ describe('refusals of the HTTP streaming wires', () => {
     const endpoint = /data: (\/messages\?sessionId=[0-9a-f-]+)/.exec(text)![1]!;
     const refused = await fetch(`${app.url('main')}${endpoint}`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      headers: { ...alice.credentials, 'Content-Type': 'application/json' },
       body: JSON.stringify({ hello: 'world' }),
     });
     expect(refused.status).toBe(400);
@@ -225,7 +218,7 @@ describe('refusals of the HTTP streaming wires', () => {
   });
 
   it('a stream refused mid-way for lack of permission says permission_denied, like every other route', async () => {
-    const { app, token } = await setUp();
+    const { app, alice } = await setUp();
     vi.spyOn(app.services.agent.agent(), 'run').mockImplementation(async function* () {
       await Promise.resolve();
       yield* [];
@@ -233,7 +226,7 @@ describe('refusals of the HTTP streaming wires', () => {
     });
     const res = await fetch(`${app.url('main')}/mcp/message`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${token}`, 'Content-Type': 'application/json' },
+      headers: { ...alice.credentials, 'Content-Type': 'application/json' },
       body: JSON.stringify({ query: 'hello', stream: true }),
     });
     expect(res.status).toBe(200);

@@ -1,26 +1,18 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../helpers/app.js';
+import { call, servicePrincipalToken } from '../helpers/auth.js';
+import { type Json, type Requester, requester, startTestClient } from '../helpers/client.js';
+import { TOOL_NAMES } from '../helpers/mcp.js';
 
-const apps: App[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
+const closing = closeAfterEach();
 
 async function setUp(env: Record<string, string> = {}) {
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env });
-  apps.push(app);
-  await createUser(app, 'alice');
-  await createUser(app, 'bob');
-  const login = async (username: string) =>
-    (await call(app, 'POST', '/auth/login', { body: { username, password: PASSWORD } })).body.access_token as string;
-  return { app, alice: await login('alice'), bob: await login('bob') };
+  const { app, as } = closing(await startTestClient(env));
+  return { app, alice: await as('alice'), bob: await as('bob') };
 }
 
-type Json = Record<string, unknown>;
-const toolCall = (app: App, token: string, name: string, args: Json = {}) =>
-  call(app, 'POST', '/mcp/tools/call', { token, body: { method: 'tools/call', params: { name, arguments: args } } });
+const toolCall = (caller: Requester, name: string, args: Json = {}) =>
+  caller.post('/mcp/tools/call', { method: 'tools/call', params: { name, arguments: args } });
 
 /** Reads a streamed response's `data: <json>` events. */
 async function events(res: Response): Promise<Json[]> {
@@ -33,14 +25,11 @@ async function events(res: Response): Promise<Json[]> {
 
 describe('REST-style MCP endpoints', () => {
   it('initializes with protocol 2024-11-05 and the server’s capabilities', async () => {
-    const { app, alice } = await setUp();
-    const res = await call(app, 'POST', '/mcp/initialize', {
-      token: alice,
-      body: {
-        protocolVersion: '2024-11-05',
-        capabilities: { roots: { listChanged: true }, sampling: {} },
-        clientInfo: { name: 'test', version: '1' },
-      },
+    const { alice } = await setUp();
+    const res = await alice.post('/mcp/initialize', {
+      protocolVersion: '2024-11-05',
+      capabilities: { roots: { listChanged: true }, sampling: {} },
+      clientInfo: { name: 'test', version: '1' },
     });
     expect(res.status).toBe(200);
     expect(res.body).toMatchObject({
@@ -58,20 +47,14 @@ describe('REST-style MCP endpoints', () => {
   });
 
   it('lists the five tools with JSON Schema inputs', async () => {
-    const { app, alice } = await setUp();
-    const res = await call(app, 'POST', '/mcp/tools/list', { token: alice, body: { method: 'tools/list' } });
+    const { alice } = await setUp();
+    const res = await alice.post('/mcp/tools/list', { method: 'tools/list' });
     const tools = res.body.tools as {
       name: string;
       inputSchema: { type: string; properties: Json; required?: string[] };
       annotations: Json;
     }[];
-    expect(tools.map((t) => t.name)).toEqual([
-      'chat',
-      'search_web',
-      'agent_chat',
-      'conversation_get',
-      'conversation_search',
-    ]);
+    expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES);
     const chat = tools[0]!;
     expect(chat.inputSchema).toMatchObject({
       type: 'object',
@@ -79,12 +62,12 @@ describe('REST-style MCP endpoints', () => {
       properties: { query: { type: 'string' }, conversation_id: { type: 'string' } },
     });
     expect(tools[1]!.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: true });
-    expect((await call(app, 'GET', '/tools', { token: alice })).body.tools).toHaveLength(5);
+    expect((await alice.get('/tools')).body.tools).toHaveLength(5);
   });
 
   it('chats through the offline model and continues the conversation', async () => {
-    const { app, alice } = await setUp();
-    const first = await toolCall(app, alice, 'chat', { query: 'Hello there, agent' });
+    const { alice } = await setUp();
+    const first = await toolCall(alice, 'chat', { query: 'Hello there, agent' });
     expect(first.status).toBe(200);
     const structured = first.body.structuredContent as {
       conversation_id: string;
@@ -101,7 +84,7 @@ describe('REST-style MCP endpoints', () => {
       total_tokens: expect.any(Number) as unknown,
     });
 
-    const second = await toolCall(app, alice, 'chat', {
+    const second = await toolCall(alice, 'chat', {
       query: 'And again',
       conversation_id: structured.conversation_id,
     });
@@ -109,33 +92,34 @@ describe('REST-style MCP endpoints', () => {
     expect(again.conversation_id).toBe(structured.conversation_id);
     expect(again.response).toMatch(/2 earlier messages/);
 
-    const got = await toolCall(app, alice, 'conversation_get', { conversation_id: structured.conversation_id });
+    const got = await toolCall(alice, 'conversation_get', { conversation_id: structured.conversation_id });
     const messages = (got.body.structuredContent as { messages: { role: string; content: string }[] }).messages;
     expect(messages.map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
     expect(messages[0]!.content).toBe('Hello there, agent');
   });
 
   it('keeps conversations private: another user gets a tool error, not the conversation', async () => {
-    const { app, alice, bob } = await setUp();
-    const { conversation_id } = (await toolCall(app, alice, 'chat', { query: 'secret plans' })).body
-      .structuredContent as { conversation_id: string };
-    const peek = await toolCall(app, bob, 'conversation_get', { conversation_id });
+    const { alice, bob } = await setUp();
+    const { conversation_id } = (await toolCall(alice, 'chat', { query: 'secret plans' })).body.structuredContent as {
+      conversation_id: string;
+    };
+    const peek = await toolCall(bob, 'conversation_get', { conversation_id });
     expect(peek.status).toBe(200);
     expect(peek.body).toMatchObject({
       isError: true,
       content: [{ type: 'text', text: `Conversation ${conversation_id} not found` }],
     });
-    const search = await toolCall(app, bob, 'conversation_search', { query: 'secret' });
+    const search = await toolCall(bob, 'conversation_search', { query: 'secret' });
     expect((search.body.structuredContent as { matches: unknown[] }).matches).toEqual([]);
-    const own = await toolCall(app, alice, 'conversation_search', { query: 'SECRET plans' });
+    const own = await toolCall(alice, 'conversation_search', { query: 'SECRET plans' });
     expect((own.body.structuredContent as { matches: { conversation_id: string }[] }).matches[0]!.conversation_id).toBe(
       conversation_id,
     );
   });
 
   it('searches the service’s own documentation with search_web when no search engine is configured', async () => {
-    const { app, alice } = await setUp();
-    const res = await toolCall(app, alice, 'search_web', { query: 'refresh token reuse' });
+    const { alice } = await setUp();
+    const res = await toolCall(alice, 'search_web', { query: 'refresh token reuse' });
     const results = (res.body.structuredContent as { results: { url: string; source: string }[] }).results;
     expect(results.length).toBeGreaterThan(0);
     expect(results[0]).toMatchObject({
@@ -145,58 +129,49 @@ describe('REST-style MCP endpoints', () => {
   });
 
   it('lets the agent call tools: the offline model’s search rule runs search_web and answers from its result', async () => {
-    const { app, alice } = await setUp();
-    const res = await toolCall(app, alice, 'agent_chat', { message: 'search for session cookie' });
+    const { alice } = await setUp();
+    const res = await toolCall(alice, 'agent_chat', { message: 'search for session cookie' });
     const answer = res.body.structuredContent as { response: string; conversation_id: string };
     expect(answer.response).toMatch(/search_web/);
-    const got = await toolCall(app, alice, 'conversation_get', { conversation_id: answer.conversation_id });
+    const got = await toolCall(alice, 'conversation_get', { conversation_id: answer.conversation_id });
     const roles = (got.body.structuredContent as { messages: { role: string }[] }).messages.map((m) => m.role);
     expect(roles).toEqual(['user', 'assistant', 'tool', 'assistant']);
   });
 
   it('validates tool arguments and reports unknown tools', async () => {
-    const { app, alice } = await setUp();
-    const bad = await toolCall(app, alice, 'chat', { query: 42 });
+    const { alice } = await setUp();
+    const bad = await toolCall(alice, 'chat', { query: 42 });
     expect(bad.body.isError).toBe(true);
     // The SDK reports an unknown tool as a failed tool call, as the MCP specification allows.
-    const unknown = await toolCall(app, alice, 'nope');
+    const unknown = await toolCall(alice, 'nope');
     expect(unknown.body).toMatchObject({
       isError: true,
       content: [{ text: expect.stringContaining('Tool nope not found') as unknown }],
     });
-    expect(
-      (
-        await call(app, 'POST', '/mcp/tools/call', {
-          token: alice,
-          body: { method: 'tools/list', params: { name: 'chat' } },
-        })
-      ).status,
-    ).toBe(400);
+    expect((await alice.post('/mcp/tools/call', { method: 'tools/list', params: { name: 'chat' } })).status).toBe(400);
   });
 
   it('lists and reads resources, including the caller’s conversations', async () => {
-    const { app, alice } = await setUp();
-    const { conversation_id } = (await toolCall(app, alice, 'chat', { query: 'remember this' })).body
-      .structuredContent as { conversation_id: string };
-    const list = await call(app, 'POST', '/mcp/resources/list', { token: alice, body: {} });
+    const { alice } = await setUp();
+    const { conversation_id } = (await toolCall(alice, 'chat', { query: 'remember this' })).body.structuredContent as {
+      conversation_id: string;
+    };
+    const list = await alice.post('/mcp/resources/list', {});
     const uris = (list.body.resources as { uri: string }[]).map((r) => r.uri);
     expect(uris).toEqual(expect.arrayContaining(['agent-service://server', `conversation://${conversation_id}`]));
-    const read = await call(app, 'POST', '/mcp/resources/read', {
-      token: alice,
-      body: { params: { uri: `conversation://${conversation_id}` } },
-    });
+    const read = await alice.post('/mcp/resources/read', { params: { uri: `conversation://${conversation_id}` } });
     const contents = read.body.contents as { uri: string; mimeType: string; text: string }[];
     expect(contents[0]).toMatchObject({ uri: `conversation://${conversation_id}`, mimeType: 'application/json' });
     expect(JSON.parse(contents[0]!.text)).toMatchObject({
       conversation_id,
       messages: [{ role: 'user', content: 'remember this' }, { role: 'assistant' }],
     });
-    expect((await call(app, 'GET', '/resources', { token: alice })).body.resources).toEqual(list.body.resources);
+    expect((await alice.get('/resources')).body.resources).toEqual(list.body.resources);
   });
 
   it('lists prompts and fills them in', async () => {
-    const { app, alice } = await setUp();
-    const list = await call(app, 'POST', '/mcp/prompts/list', { token: alice, body: { method: 'prompts/list' } });
+    const { alice } = await setUp();
+    const list = await alice.post('/mcp/prompts/list', { method: 'prompts/list' });
     expect(list.body.prompts).toEqual(
       expect.arrayContaining([
         expect.objectContaining({
@@ -208,9 +183,8 @@ describe('REST-style MCP endpoints', () => {
         expect.objectContaining({ name: 'summarize_conversation' }),
       ]),
     );
-    const got = await call(app, 'POST', '/mcp/prompts/get', {
-      token: alice,
-      body: { params: { name: 'research_topic', arguments: { topic: 'MCP transports', depth: 'thorough' } } },
+    const got = await alice.post('/mcp/prompts/get', {
+      params: { name: 'research_topic', arguments: { topic: 'MCP transports', depth: 'thorough' } },
     });
     expect(got.body).toMatchObject({
       messages: [
@@ -220,20 +194,15 @@ describe('REST-style MCP endpoints', () => {
   });
 
   it('sets the logging level', async () => {
-    const { app, alice } = await setUp();
-    const res = await call(app, 'POST', '/mcp/logging/setLevel', {
-      token: alice,
-      body: { method: 'logging/setLevel', params: { level: 'debug' } },
-    });
+    const { alice } = await setUp();
+    const res = await alice.post('/mcp/logging/setLevel', { method: 'logging/setLevel', params: { level: 'debug' } });
     expect(res).toMatchObject({ status: 200, body: { success: true } });
-    expect(
-      (await call(app, 'POST', '/mcp/logging/setLevel', { token: alice, body: { params: { level: 'loud' } } })).status,
-    ).toBe(400);
+    expect((await alice.post('/mcp/logging/setLevel', { params: { level: 'loud' } })).status).toBe(400);
   });
 
   it('answers /mcp/message with a Message response, or streams it as data events', async () => {
     const { app, alice } = await setUp();
-    const json = await call(app, 'POST', '/mcp/message', { token: alice, body: { query: 'Stream me a reply please' } });
+    const json = await alice.post('/mcp/message', { query: 'Stream me a reply please' });
     expect(json.body).toEqual({
       response: expect.stringMatching(/^Offline model/) as unknown,
       conversation_id: expect.any(String) as unknown,
@@ -242,7 +211,7 @@ describe('REST-style MCP endpoints', () => {
     });
     const res = await fetch(`${app.url('main')}/mcp/message`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${alice}`, 'Content-Type': 'application/json' },
+      headers: { ...alice.credentials, 'Content-Type': 'application/json' },
       body: JSON.stringify({ query: 'Stream me a reply please', stream: true }),
     });
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -265,7 +234,7 @@ describe('REST-style MCP endpoints', () => {
       fetch(`${app.url('main')}/message`, {
         method: 'POST',
         headers: {
-          Authorization: `Bearer ${alice}`,
+          ...alice.credentials,
           'Content-Type': 'application/json',
           ...(accept && { Accept: accept }),
         },
@@ -287,8 +256,8 @@ describe('REST-style MCP endpoints', () => {
   });
 
   it('describes the server at GET /', async () => {
-    const { app, alice } = await setUp();
-    const res = await call(app, 'GET', '/', { token: alice });
+    const { alice } = await setUp();
+    const res = await alice.get('/');
     expect(res.body).toMatchObject({
       name: 'agent-service',
       version: '2.8.0',
@@ -312,12 +281,12 @@ describe('the MCP policy point on REST-style endpoints', () => {
   it('refuses a tool the caller may not call with 403 permission_denied, and hides tools it may not see', async () => {
     const { app, alice } = await setUp();
     await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
-    const denied = await toolCall(app, alice, 'search_web', { query: 'x' });
+    const denied = await toolCall(alice, 'search_web', { query: 'x' });
     expect(denied.status).toBe(403);
     expect(denied.body).toEqual({
       error: { code: 'permission_denied', message: 'Permission denied: you may not call the tool search_web' },
     });
-    const tools = (await call(app, 'POST', '/mcp/tools/list', { token: alice, body: {} })).body.tools as {
+    const tools = (await alice.post('/mcp/tools/list', {})).body.tools as {
       name: string;
     }[];
     expect(tools.map((t) => t.name)).not.toContain('search_web');
@@ -326,17 +295,16 @@ describe('the MCP policy point on REST-style endpoints', () => {
     await app.infrastructure.authz.write([
       { user: `user:${aliceUser!.id}`, relation: 'executor', object: 'tool:search_web' },
     ]);
-    expect((await toolCall(app, alice, 'search_web', { query: 'x' })).status).toBe(200);
+    expect((await toolCall(alice, 'search_web', { query: 'x' })).status).toBe(200);
     // The agent may not use it for others either: it is offered only what the caller may call.
     await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:chat' }]);
-    expect((await call(app, 'POST', '/mcp/message', { token: alice, body: { query: 'x' } })).status).toBe(403);
+    expect((await alice.post('/mcp/message', { query: 'x' })).status).toBe(403);
   });
 
   it('limits requests per minute with 429, Retry-After and rate-limit headers', async () => {
-    const { app, alice } = await setUp({ MCP_REQUESTS_PER_MINUTE: '3' });
-    for (let i = 0; i < 3; i++)
-      expect((await call(app, 'POST', '/mcp/tools/list', { token: alice, body: {} })).status).toBe(200);
-    const limited = await call(app, 'POST', '/mcp/tools/list', { token: alice, body: {} });
+    const { alice } = await setUp({ MCP_REQUESTS_PER_MINUTE: '3' });
+    for (let i = 0; i < 3; i++) expect((await alice.post('/mcp/tools/list', {})).status).toBe(200);
+    const limited = await alice.post('/mcp/tools/list', {});
     expect(limited.status).toBe(429);
     expect(limited.body).toMatchObject({
       error: { code: 'rate_limit_exceeded', retry_after: expect.any(Number) as unknown },
@@ -347,62 +315,52 @@ describe('the MCP policy point on REST-style endpoints', () => {
   });
 
   it('limits tool calls per minute separately', async () => {
-    const { app, alice } = await setUp({ MCP_TOOL_CALLS_PER_MINUTE: '2' });
-    expect((await toolCall(app, alice, 'search_web', { query: 'a' })).status).toBe(200);
-    expect((await toolCall(app, alice, 'search_web', { query: 'b' })).status).toBe(200);
-    const limited = await toolCall(app, alice, 'search_web', { query: 'c' });
+    const { alice } = await setUp({ MCP_TOOL_CALLS_PER_MINUTE: '2' });
+    expect((await toolCall(alice, 'search_web', { query: 'a' })).status).toBe(200);
+    expect((await toolCall(alice, 'search_web', { query: 'b' })).status).toBe(200);
+    const limited = await toolCall(alice, 'search_web', { query: 'c' });
     expect(limited.status).toBe(429);
     expect(limited.body).toMatchObject({ error: { code: 'rate_limit_exceeded' } });
-    expect((await call(app, 'POST', '/mcp/tools/list', { token: alice, body: {} })).status).toBe(200);
+    expect((await alice.post('/mcp/tools/list', {})).status).toBe(200);
   });
 
   it('limits concurrent streams per caller', async () => {
     const { app, alice } = await setUp({ MCP_MAX_CONCURRENT_STREAMS: '1' });
     const open = await fetch(`${app.url('main')}/mcp/message`, {
       method: 'POST',
-      headers: { Authorization: `Bearer ${alice}`, 'Content-Type': 'application/json' },
+      headers: { ...alice.credentials, 'Content-Type': 'application/json' },
       body: JSON.stringify({ query: `${'word '.repeat(3000)}`, stream: true }),
     });
-    const second = await call(app, 'POST', '/mcp/message', { token: alice, body: { query: 'x', stream: true } });
+    const second = await alice.post('/mcp/message', { query: 'x', stream: true });
     expect(second.status).toBe(429);
     await open.text();
-    expect((await call(app, 'POST', '/mcp/message', { token: alice, body: { query: 'x' } })).status).toBe(200);
+    expect((await alice.post('/mcp/message', { query: 'x' })).status).toBe(200);
   });
 
   it('accepts an API key and a permitted client-credentials token on tool calls', async () => {
     const { app, alice } = await setUp();
-    const { api_key, key_id } = (await call(app, 'POST', '/api/v1/api-keys', { token: alice, body: { name: 'mcp' } }))
-      .body;
-    const viaKey = await call(app, 'POST', '/mcp/tools/call', {
-      apiKey: api_key as string,
-      body: { params: { name: 'chat', arguments: { query: 'via key' } } },
-    });
+    const { api_key, key_id } = (await alice.post('/api/v1/api-keys', { name: 'mcp' })).body;
+    const withKey = requester(app, { apiKey: api_key as string });
+    const viaKey = await withKey.post('/mcp/tools/call', { params: { name: 'chat', arguments: { query: 'via key' } } });
     expect(viaKey.status).toBe(200);
 
-    const { client_secret } = (
-      await call(app, 'POST', '/api/v1/service-principals', { token: alice, body: { name: 'Bot', description: 'd' } })
-    ).body;
-    const spToken = (
-      await call(app, 'POST', '/auth/token', {
-        form: { grant_type: 'client_credentials', client_id: 'bot', client_secret: client_secret as string },
-      })
-    ).body.access_token as string;
-    expect((await toolCall(app, spToken, 'chat', { query: 'as a bot' })).status).toBe(403);
+    const bot = requester(app, { token: await servicePrincipalToken(app, alice.token, 'Bot') });
+    expect((await toolCall(bot, 'chat', { query: 'as a bot' })).status).toBe(403);
     await app.infrastructure.authz.write([
       { user: 'service_principal:bot', relation: 'executor', object: 'tool:chat' },
     ]);
-    expect((await toolCall(app, spToken, 'chat', { query: 'as a bot' })).status).toBe(200);
+    expect((await toolCall(bot, 'chat', { query: 'as a bot' })).status).toBe(200);
     // Rotation ends the key at once, on MCP as everywhere.
-    await call(app, 'POST', `/api/v1/api-keys/${String(key_id)}/rotate`, { token: alice });
-    const stale = await call(app, 'POST', '/mcp/tools/list', { apiKey: api_key as string, body: {} });
+    await alice.post(`/api/v1/api-keys/${String(key_id)}/rotate`);
+    const stale = await withKey.post('/mcp/tools/list', {});
     expect(stale).toMatchObject({ status: 401, body: { detail: 'Invalid API key' } });
   });
 
   it('counts tool calls and messages in /metrics', async () => {
     const { app, alice } = await setUp();
-    await toolCall(app, alice, 'search_web', { query: 'x' });
+    await toolCall(alice, 'search_web', { query: 'x' });
     await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:chat' }]);
-    await toolCall(app, alice, 'chat', { query: 'x' });
+    await toolCall(alice, 'chat', { query: 'x' });
     const text = await (await fetch(`${app.url('main')}/metrics`)).text();
     expect(text).toContain('mcp_tool_calls_total{tool="search_web",status="success"} 1');
     expect(text).toContain('mcp_tool_calls_total{tool="chat",status="denied"} 1');

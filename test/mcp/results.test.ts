@@ -1,76 +1,38 @@
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/websocket.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { ErrorCode, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { WebSocket } from 'ws';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
-import type { App } from '../../src/app.js';
-import { startTestApp } from '../helpers/app.js';
-import { accessToken, call, createUser } from '../helpers/auth.js';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { type SignedIn, type TestClient, startTestClient } from '../helpers/client.js';
+import { restoreGlobalWebSocketAfterEach, sdkTransports, socketUrl, stdioTransport } from '../helpers/mcp.js';
 
 // Tool call results carry `isError` as a boolean on every wire, and a prompt argument naming a conversation the
 // caller may not see is invalid params (-32602), or 404 on the REST-style endpoint. Checked with the official SDK
 // client, whose result schema leaves `isError` undefined when the server leaves it out.
 
-const MAIN = join(import.meta.dirname, '../../src/main.ts');
 const UNKNOWN = 'no-such-conversation';
 
-let app: App;
-let alice: string;
-let bob: string;
+let service: TestClient;
+let alice: SignedIn;
+let bob: SignedIn;
 /** One of bob's conversations, which alice may not see. */
 let bobsConversation: string;
-const originalWebSocket = globalThis.WebSocket;
 
 beforeAll(async () => {
-  app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1' });
-  await createUser(app, 'alice');
-  await createUser(app, 'bob');
-  alice = await accessToken(app, 'alice');
-  bob = await accessToken(app, 'bob');
-  const chat = await call(app, 'POST', '/mcp/tools/call', {
-    token: bob,
-    body: { params: { name: 'chat', arguments: { query: 'bob’s private notes', use_tools: false } } },
+  service = await startTestClient();
+  alice = await service.as('alice');
+  bob = await service.as('bob');
+  const chat = await bob.post('/mcp/tools/call', {
+    params: { name: 'chat', arguments: { query: 'bob’s private notes', use_tools: false } },
   });
   bobsConversation = (chat.body.structuredContent as { conversation_id: string }).conversation_id;
 });
-afterAll(async () => {
-  globalThis.WebSocket = originalWebSocket;
-  await app.close();
-});
-afterEach(() => {
-  globalThis.WebSocket = originalWebSocket;
-});
+afterAll(() => service.close());
+restoreGlobalWebSocketAfterEach();
 
-/** The SDK's WebSocket client uses the global WebSocket, which on Node 20 must come from `ws`; it adds our header. */
-function webSocketWithHeaders(headers: Record<string, string>): typeof globalThis.WebSocket {
-  return class extends WebSocket {
-    constructor(url: string | URL, protocols?: string | string[]) {
-      super(url, protocols, { headers });
-    }
-  } as unknown as typeof globalThis.WebSocket;
-}
-
-const wires: Record<string, () => Transport> = {
-  'streamable HTTP': () =>
-    new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${alice}` } },
-    }),
-  'legacy SSE': () =>
-    new SSEClientTransport(new URL(`${app.url('main')}/sse`), {
-      requestInit: { headers: { Authorization: `Bearer ${alice}` } },
-    }),
-  WebSocket: () => {
-    globalThis.WebSocket = webSocketWithHeaders({ Authorization: `Bearer ${alice}` });
-    return new WebSocketClientTransport(new URL(`${app.url('main').replace('http', 'ws')}/mcp/ws`));
-  },
-};
+const wires = Object.fromEntries(
+  Object.entries(sdkTransports).map(([wire, transport]) => [wire, () => transport(service.app, alice.credentials)]),
+) as Record<string, () => Transport>;
 
 async function connected(transport: Transport): Promise<Client> {
   const client = new Client({ name: 'results', version: '1.0.0' });
@@ -147,19 +109,7 @@ describe.each(Object.keys(wires))('over %s (official SDK client)', (wire) => {
 
 describe('over stdio (agent-service stdio, official SDK client)', () => {
   it('reports isError as a boolean and refuses an unknown conversation with -32602', async () => {
-    const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-results-')), 'agent.db');
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: ['--import', 'tsx', MAIN, 'stdio'],
-      env: {
-        PATH: process.env.PATH ?? '',
-        DATABASE_URL: `sqlite:${dbFile}`,
-        ADMIN_PASSWORD: 'bootstrap-secret-1',
-        LOG_LEVEL: 'silent',
-      },
-      stderr: 'pipe',
-    });
-    const client = await connected(transport);
+    const client = await connected(stdioTransport());
     try {
       await expectBooleanIsError(client);
       await expectInvalidPromptArguments(client, UNKNOWN);
@@ -171,9 +121,7 @@ describe('over stdio (agent-service stdio, official SDK client)', () => {
 
 describe('the WebSocket short form {method, params}', () => {
   it('answers tools/call with a result whose isError is a boolean', async () => {
-    const socket = new WebSocket(`${app.url('main').replace('http', 'ws')}/mcp/ws`, {
-      headers: { Authorization: `Bearer ${alice}` },
-    });
+    const socket = new WebSocket(socketUrl(service.app), { headers: alice.credentials });
     const replies: Record<string, unknown>[] = [];
     socket.on('message', (data) => replies.push(JSON.parse((data as Buffer).toString()) as Record<string, unknown>));
     await new Promise((resolve, reject) => socket.once('open', resolve).once('error', reject));
@@ -203,7 +151,7 @@ describe('the WebSocket short form {method, params}', () => {
 describe('REST-style endpoints', () => {
   it('POST /mcp/tools/call answers isError false on success and true on a tool error', async () => {
     const tool = (name: string, args: Record<string, unknown>) =>
-      call(app, 'POST', '/mcp/tools/call', { token: alice, body: { params: { name, arguments: args } } });
+      alice.post('/mcp/tools/call', { params: { name, arguments: args } });
     const found = await tool('conversation_search', { query: 'anything' });
     expect(found.status).toBe(200);
     expect(found.body.isError).toBe(false);
@@ -214,12 +162,9 @@ describe('REST-style endpoints', () => {
 
   it('POST /mcp/prompts/get and /mcp/resources/read answer 404 for an unknown or another user’s conversation', async () => {
     for (const conversationId of [UNKNOWN, bobsConversation]) {
-      const res = await call(app, 'POST', '/mcp/prompts/get', {
-        token: alice,
-        body: {
-          method: 'prompts/get',
-          params: { name: 'summarize_conversation', arguments: { conversation_id: conversationId } },
-        },
+      const res = await alice.post('/mcp/prompts/get', {
+        method: 'prompts/get',
+        params: { name: 'summarize_conversation', arguments: { conversation_id: conversationId } },
       });
       expect(res.status).toBe(404);
       expect(res.body).toEqual({
@@ -227,19 +172,15 @@ describe('REST-style endpoints', () => {
       });
     }
     for (const conversationId of [UNKNOWN, bobsConversation]) {
-      const res = await call(app, 'POST', '/mcp/resources/read', {
-        token: alice,
-        body: { params: { uri: `conversation://${conversationId}` } },
-      });
+      const res = await alice.post('/mcp/resources/read', { params: { uri: `conversation://${conversationId}` } });
       expect(res.status).toBe(404);
       expect(res.body).toEqual({
         error: { code: expect.any(String) as unknown, message: `Conversation ${conversationId} not found` },
       });
     }
     // The owner gets it filled in.
-    const own = await call(app, 'POST', '/mcp/prompts/get', {
-      token: bob,
-      body: { params: { name: 'summarize_conversation', arguments: { conversation_id: bobsConversation } } },
+    const own = await bob.post('/mcp/prompts/get', {
+      params: { name: 'summarize_conversation', arguments: { conversation_id: bobsConversation } },
     });
     expect(own.status).toBe(200);
     expect(JSON.stringify(own.body.messages)).toContain('bob’s private notes');

@@ -1,40 +1,29 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { startTestApp } from '../helpers/app.js';
-import { accessToken, call, createUser } from '../helpers/auth.js';
+import { closeAfterEach } from '../helpers/app.js';
+import { type SignedIn, startTestClient } from '../helpers/client.js';
+import { sdkTransports } from '../helpers/mcp.js';
 
 // A tool call the policy point refuses is rendered by each wire in its own way: MCP clients get a tool error
 // (`isError`) that carries nothing private, the REST-style endpoint an HTTP 403 or 429 with the spec's body.
 
-const apps: App[] = [];
-const clients: Client[] = [];
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((client) => client.close().catch(() => undefined)));
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-});
+const closing = closeAfterEach();
 
 async function setUp(env: Record<string, string> = {}) {
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env });
-  apps.push(app);
-  await createUser(app, 'alice');
-  return { app, alice: await accessToken(app, 'alice') };
+  const { app, as } = closing(await startTestClient(env));
+  return { app, alice: await as('alice') };
 }
 
-async function sdkClient(app: App, token: string): Promise<Client> {
+async function sdkClient(app: App, caller: SignedIn): Promise<Client> {
   const client = new Client({ name: 'tool-refusals', version: '1.0.0' });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
-  clients.push(client);
+  await client.connect(sdkTransports['streamable HTTP'](app, caller.credentials));
+  closing({ close: () => client.close().catch(() => undefined) });
   return client;
 }
 
-const restToolCall = (app: App, token: string, name: string, args: Record<string, unknown>) =>
-  call(app, 'POST', '/mcp/tools/call', { token, body: { params: { name, arguments: args } } });
+const restToolCall = (caller: SignedIn, name: string, args: Record<string, unknown>) =>
+  caller.post('/mcp/tools/call', { params: { name, arguments: args } });
 
 describe('a refused tools/call over the official SDK client', () => {
   it('is a tool error with the reason and no _meta when the caller may not call the tool', async () => {
@@ -66,7 +55,7 @@ describe('a refused tools/call on the REST-style endpoint', () => {
   it('is 403 permission_denied when the caller may not call the tool', async () => {
     const { app, alice } = await setUp();
     await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:search_web' }]);
-    const denied = await restToolCall(app, alice, 'search_web', { query: 'x' });
+    const denied = await restToolCall(alice, 'search_web', { query: 'x' });
     expect(denied.status).toBe(403);
     expect(denied.body).toEqual({
       error: { code: 'permission_denied', message: 'Permission denied: you may not call the tool search_web' },
@@ -74,9 +63,9 @@ describe('a refused tools/call on the REST-style endpoint', () => {
   });
 
   it('is 429 with Retry-After and the tool-call window in the rate-limit headers beyond the budget', async () => {
-    const { app, alice } = await setUp({ MCP_TOOL_CALLS_PER_MINUTE: '1' });
-    expect((await restToolCall(app, alice, 'search_web', { query: 'a' })).status).toBe(200);
-    const limited = await restToolCall(app, alice, 'search_web', { query: 'b' });
+    const { alice } = await setUp({ MCP_TOOL_CALLS_PER_MINUTE: '1' });
+    expect((await restToolCall(alice, 'search_web', { query: 'a' })).status).toBe(200);
+    const limited = await restToolCall(alice, 'search_web', { query: 'b' });
     expect(limited.status).toBe(429);
     expect(limited.body).toMatchObject({
       error: { code: 'rate_limit_exceeded', message: expect.stringMatching(/^Too many tool calls/) as unknown },

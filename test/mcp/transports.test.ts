@@ -1,32 +1,21 @@
-import { mkdtempSync } from 'node:fs';
 import { request } from 'node:http';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
-import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/websocket.js';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import { LoggingMessageNotificationSchema } from '@modelcontextprotocol/sdk/types.js';
-import { WebSocket } from 'ws';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import type { WebSocket } from 'ws';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { type SignedIn, startTestClient } from '../helpers/client.js';
+import {
+  TOOL_NAMES,
+  openSocket,
+  openSse,
+  restoreGlobalWebSocketAfterEach,
+  sdkTransports,
+  stdioTransport,
+} from '../helpers/mcp.js';
 
 /** One MCP scenario through the official SDK client over every connection-based wire. */
-
-const MAIN = join(import.meta.dirname, '../../src/main.ts');
-
-/** The SDK's WebSocket client uses the global WebSocket, which on Node 20 must come from `ws`; it adds our header. */
-function webSocketWithHeaders(headers: Record<string, string>): typeof globalThis.WebSocket {
-  return class extends WebSocket {
-    constructor(url: string | URL, protocols?: string | string[]) {
-      super(url, protocols, { headers });
-    }
-  } as unknown as typeof globalThis.WebSocket;
-}
 
 async function scenario(transport: Transport): Promise<void> {
   const client = new Client({ name: 'scenario', version: '1.0.0' });
@@ -44,13 +33,7 @@ async function scenario(transport: Transport): Promise<void> {
     });
 
     const { tools } = await client.listTools();
-    expect(tools.map((t) => t.name)).toEqual([
-      'chat',
-      'search_web',
-      'agent_chat',
-      'conversation_get',
-      'conversation_search',
-    ]);
+    expect(tools.map((t) => t.name)).toEqual(TOOL_NAMES);
 
     const chat = await client.callTool({ name: 'chat', arguments: { query: 'hello over the wire' } });
     const answer = chat.structuredContent as { response: string; conversation_id: string; model: string };
@@ -88,63 +71,34 @@ async function scenario(transport: Transport): Promise<void> {
 }
 
 let app: App;
-let token: string;
-let bobToken: string;
-const originalWebSocket = globalThis.WebSocket;
+let alice: SignedIn;
+let bob: SignedIn;
 
 beforeAll(async () => {
-  app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1' });
-  await createUser(app, 'alice');
-  await createUser(app, 'bob');
-  token = (await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } })).body
-    .access_token as string;
-  bobToken = (await call(app, 'POST', '/auth/login', { body: { username: 'bob', password: PASSWORD } })).body
-    .access_token as string;
+  const service = await startTestClient();
+  app = service.app;
+  alice = await service.as('alice');
+  bob = await service.as('bob');
 });
-afterAll(async () => {
-  globalThis.WebSocket = originalWebSocket;
-  await app.close();
-});
-afterEach(() => {
-  globalThis.WebSocket = originalWebSocket;
-});
+afterAll(() => app.close());
+restoreGlobalWebSocketAfterEach();
 
 describe('one MCP scenario over every wire (official SDK client)', () => {
   it('streamable HTTP at /mcp', async () => {
-    await scenario(
-      new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-      }),
-    );
+    await scenario(sdkTransports['streamable HTTP'](app, alice.credentials));
   });
 
   it('legacy SSE at /sse', async () => {
-    await scenario(
-      new SSEClientTransport(new URL(`${app.url('main')}/sse`), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-      }),
-    );
+    await scenario(sdkTransports['legacy SSE'](app, alice.credentials));
   });
 
   it('WebSocket at /mcp/ws', async () => {
-    globalThis.WebSocket = webSocketWithHeaders({ Authorization: `Bearer ${token}` });
-    await scenario(new WebSocketClientTransport(new URL(`${app.url('main').replace('http', 'ws')}/mcp/ws`)));
+    await scenario(sdkTransports.WebSocket(app, alice.credentials));
   });
 
   it('stdio (agent-service stdio), as the bootstrap administrator by default', async () => {
-    const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-stdio-')), 'agent.db');
     const stderr: string[] = [];
-    const transport = new StdioClientTransport({
-      command: process.execPath,
-      args: ['--import', 'tsx', MAIN, 'stdio'],
-      env: {
-        PATH: process.env.PATH ?? '',
-        DATABASE_URL: `sqlite:${dbFile}`,
-        ADMIN_PASSWORD: 'bootstrap-secret-1',
-        LOG_LEVEL: 'info',
-      },
-      stderr: 'pipe',
-    });
+    const transport = stdioTransport('info');
     transport.stderr?.on('data', (chunk: Buffer) => stderr.push(chunk.toString()));
     await scenario(transport);
     // Logs went to stderr, so stdout carried only JSON-RPC.
@@ -159,7 +113,7 @@ describe('streamable HTTP details', () => {
       headers: { 'Content-Type': 'application/json', Accept: 'application/json, text/event-stream', ...headers },
       body: JSON.stringify(body),
     });
-  const initialize = (protocolVersion: string, bearer = token) =>
+  const initialize = (protocolVersion: string) =>
     post(
       {
         jsonrpc: '2.0',
@@ -167,7 +121,7 @@ describe('streamable HTTP details', () => {
         method: 'initialize',
         params: { protocolVersion, capabilities: {}, clientInfo: { name: 'raw', version: '1' } },
       },
-      { Authorization: `Bearer ${bearer}` },
+      alice.credentials,
     );
 
   it('negotiates protocol 2024-11-05 and the newest version the SDK knows', async () => {
@@ -178,7 +132,7 @@ describe('streamable HTTP details', () => {
       expect(text).toContain(`"protocolVersion":"${version}"`);
       await fetch(`${app.url('main')}/mcp`, {
         method: 'DELETE',
-        headers: { Authorization: `Bearer ${token}`, 'Mcp-Session-Id': res.headers.get('mcp-session-id')! },
+        headers: { ...alice.credentials, 'Mcp-Session-Id': res.headers.get('mcp-session-id')! },
       });
     }
   });
@@ -189,24 +143,24 @@ describe('streamable HTTP details', () => {
     expect(await anonymous.json()).toEqual({ detail: 'Authentication required' });
     expect(anonymous.headers.get('www-authenticate')).toContain('resource_metadata=');
 
-    const noSession = await post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, { Authorization: `Bearer ${token}` });
+    const noSession = await post({ jsonrpc: '2.0', id: 1, method: 'tools/list' }, alice.credentials);
     expect(noSession.status).toBe(400);
 
     const opened = await initialize('2024-11-05');
     const sessionId = opened.headers.get('mcp-session-id')!;
     const stolen = await post(
       { jsonrpc: '2.0', id: 2, method: 'tools/list' },
-      { Authorization: `Bearer ${bobToken}`, 'Mcp-Session-Id': sessionId },
+      { ...bob.credentials, 'Mcp-Session-Id': sessionId },
     );
     expect(stolen.status).toBe(404);
     const ended = await fetch(`${app.url('main')}/mcp`, {
       method: 'DELETE',
-      headers: { Authorization: `Bearer ${token}`, 'Mcp-Session-Id': sessionId },
+      headers: { ...alice.credentials, 'Mcp-Session-Id': sessionId },
     });
     expect(ended.status).toBe(200);
     const gone = await post(
       { jsonrpc: '2.0', id: 3, method: 'tools/list' },
-      { Authorization: `Bearer ${token}`, 'Mcp-Session-Id': sessionId },
+      { ...alice.credentials, 'Mcp-Session-Id': sessionId },
     );
     expect(gone.status).toBe(404);
   });
@@ -224,7 +178,7 @@ describe('legacy SSE details', () => {
   it('emits the endpoint event, then the spec’s connected event', async () => {
     const controller = new AbortController();
     const res = await fetch(`${app.url('main')}/sse`, {
-      headers: { Authorization: `Bearer ${token}` },
+      headers: alice.credentials,
       signal: controller.signal,
     });
     expect(res.headers.get('content-type')).toMatch(/^text\/event-stream/);
@@ -240,7 +194,7 @@ describe('legacy SSE details', () => {
   it('frees the connection when the client goes away mid-stream', async () => {
     const controller = new AbortController();
     const res = await fetch(`${app.url('main')}/sse`, {
-      headers: { Authorization: `Bearer ${token}` },
+      headers: alice.credentials,
       signal: controller.signal,
     });
     await res.body!.getReader().read();
@@ -251,31 +205,19 @@ describe('legacy SSE details', () => {
   });
 
   it('refuses to post to another caller’s stream', async () => {
-    const controller = new AbortController();
-    const res = await fetch(`${app.url('main')}/sse`, {
-      headers: { Authorization: `Bearer ${token}` },
-      signal: controller.signal,
-    });
-    const first = new TextDecoder().decode((await res.body!.getReader().read()).value as Uint8Array);
-    const sessionId = /sessionId=([0-9a-f-]+)/.exec(first)![1]!;
-    const posted = await call(app, 'POST', `/messages?sessionId=${sessionId}`, {
-      token: bobToken,
-      body: { jsonrpc: '2.0', id: 1, method: 'tools/list' },
+    const stream = await openSse(app, alice.credentials);
+    const posted = await bob.post(`/messages?sessionId=${stream.sessionId}`, {
+      jsonrpc: '2.0',
+      id: 1,
+      method: 'tools/list',
     });
     expect(posted.status).toBe(404);
-    controller.abort();
+    stream.close();
   });
 });
 
 describe('WebSocket details', () => {
-  const socketUrl = () => `${app.url('main').replace('http', 'ws')}/mcp/ws`;
-  const open = (headers: Record<string, string>) =>
-    new Promise<WebSocket>((resolve, reject) => {
-      const socket = new WebSocket(socketUrl(), { headers });
-      socket.once('open', () => resolve(socket));
-      socket.once('unexpected-response', (_req, res) => reject(new Error(String(res.statusCode))));
-      socket.once('error', reject);
-    });
+  const open = (headers: Record<string, string>) => openSocket(app, headers);
   const ask = (socket: WebSocket, message: unknown) =>
     new Promise<Record<string, unknown>>((resolve) => {
       socket.once('message', (data) => resolve(JSON.parse((data as Buffer).toString()) as Record<string, unknown>));
@@ -283,7 +225,7 @@ describe('WebSocket details', () => {
     });
 
   it('answers the spec’s {method, params} messages in kind, and JSON-RPC in JSON-RPC', async () => {
-    const socket = await open({ Authorization: `Bearer ${token}` });
+    const socket = await open(alice.credentials);
     const short = await ask(socket, { method: 'tools/list', params: {} });
     expect(short.method).toBe('tools/list');
     expect((short.result as { tools: unknown[] }).tools).toHaveLength(5);
@@ -295,7 +237,7 @@ describe('WebSocket details', () => {
 
   it('refuses an upgrade without credentials (401) and from a foreign Origin (403)', async () => {
     await expect(open({})).rejects.toThrow('401');
-    await expect(open({ Authorization: `Bearer ${token}`, Origin: 'https://evil.example.com' })).rejects.toThrow('403');
+    await expect(open({ ...alice.credentials, Origin: 'https://evil.example.com' })).rejects.toThrow('403');
   });
 
   it('reports a denied tool as a tool error on JSON-RPC wires', async () => {
@@ -303,7 +245,7 @@ describe('WebSocket details', () => {
       { user: 'user:*', relation: 'executor', object: 'tool:conversation_search' },
     ]);
     try {
-      const socket = await open({ Authorization: `Bearer ${token}` });
+      const socket = await open(alice.credentials);
       const reply = await ask(socket, {
         method: 'tools/call',
         params: { name: 'conversation_search', arguments: { query: 'x' } },
@@ -339,7 +281,7 @@ describe('DNS-rebinding protection on loopback', () => {
     expect(hostStatus).toBe(403);
     const origin = await fetch(`${app.url('main')}/mcp`, {
       method: 'POST',
-      headers: { Origin: 'https://evil.example.com', Authorization: `Bearer ${token}` },
+      headers: { Origin: 'https://evil.example.com', ...alice.credentials },
     });
     expect(origin.status).toBe(403);
     expect(await origin.json()).toEqual({ error: { code: 'permission_denied', message: 'Origin not allowed' } });
@@ -349,7 +291,7 @@ describe('DNS-rebinding protection on loopback', () => {
   });
 
   it('publishes the protected-resource metadata the 401 challenge points at', async () => {
-    const res = await call(app, 'GET', '/.well-known/oauth-protected-resource/mcp');
+    const res = await alice.get('/.well-known/oauth-protected-resource/mcp');
     expect(res.body).toMatchObject({
       resource: expect.stringMatching(/\/mcp$/) as unknown,
       bearer_methods_supported: ['header'],

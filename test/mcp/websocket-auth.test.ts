@@ -5,8 +5,8 @@ import { WebSocket } from 'ws';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { REDACT } from '../../src/logger.js';
-import { captureLogger, startTestApp } from '../helpers/app.js';
-import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { captureLogger } from '../helpers/app.js';
+import { startTestClient } from '../helpers/client.js';
 import { createCallerResolver } from '../../src/http/authenticate.js';
 import { standaloneEndpoint } from './websocket-endpoint.js';
 
@@ -23,11 +23,9 @@ const logs = captureLogger('debug');
 const servers: Server[] = [];
 
 beforeAll(async () => {
-  app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1' }, { logger: logs.logger });
-  await createUser(app, 'alice');
-  token = (await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } })).body
-    .access_token as string;
-  aliceId = (await app.services.users.getByUsername('alice'))!.id;
+  const service = await startTestClient({}, { logger: logs.logger });
+  app = service.app;
+  ({ token, id: aliceId } = await service.as('alice'));
 });
 afterEach(async () => {
   await Promise.all(servers.splice(0).map((server) => new Promise((resolve) => server.close(resolve))));

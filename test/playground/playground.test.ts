@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { startTestApp } from '../helpers/app.js';
-import { accessToken, call, createUser } from '../helpers/auth.js';
+import { accessToken, call, createUser, servicePrincipalToken } from '../helpers/auth.js';
 import { type Json, newSession, playground, streamChat } from './helpers.js';
 
 const apps: App[] = [];
@@ -75,18 +75,7 @@ describe('playground sessions', () => {
   it("are another user's or a service principal's to find as missing: 404, changing nothing", async () => {
     const { app, token, bob } = await setUp();
     const id = await newSession(app, token);
-    const created = await call(app, 'POST', '/api/v1/service-principals', {
-      token,
-      body: { name: 'Robot', description: 'x' },
-    });
-    const grant = await call(app, 'POST', '/auth/token', {
-      form: {
-        grant_type: 'client_credentials',
-        client_id: 'robot',
-        client_secret: created.body.client_secret as string,
-      },
-    });
-    const robot = grant.body.access_token as string;
+    const robot = await servicePrincipalToken(app, token, 'Robot');
     expect(robot).toBeTruthy();
 
     for (const other of [bob, robot]) {

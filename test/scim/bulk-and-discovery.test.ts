@@ -1,4 +1,5 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../helpers/app.js';
 import {
   BASE,
   BULK_REQUEST,
@@ -15,16 +16,8 @@ import {
   USER,
 } from './helpers.js';
 
-const clients: ScimClient[] = [];
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.app.close()));
-});
-
-async function setUp(env: Record<string, string> = {}) {
-  const c = await startScim(env);
-  clients.push(c);
-  return c;
-}
+const closing = closeAfterEach();
+const setUp = async (env: Record<string, string> = {}) => closing(await startScim(env));
 
 const bulk = (c: ScimClient, Operations: unknown[], extra: Record<string, unknown> = {}) =>
   c.request('POST', '/Bulk', { schemas: [BULK_REQUEST], ...extra, Operations });

@@ -1,4 +1,5 @@
 import { afterEach, describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../helpers/app.js';
 import { DIALECTS, type TestDatabase } from '../helpers/databases.js';
 import { describeWithService } from '../helpers/services.js';
 import {
@@ -11,20 +12,17 @@ import {
   resourcesOf,
   type ScimClient,
   scimError,
+  SEARCH_REQUEST,
   startScim,
   USER,
 } from './helpers.js';
 
-const clients: ScimClient[] = [];
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.app.close()));
-});
+const closing = closeAfterEach();
 
 const T0 = '2026-06-01T12:00:00.000Z';
 
 async function setUp() {
-  const c = await startScim();
-  clients.push(c);
+  const c = closing(await startScim());
   const user = async (userName: string, displayName?: string) => {
     const res = await c.request('POST', '/Users', { schemas: [USER], userName, ...(displayName && { displayName }) });
     return res.body.id as string;
@@ -183,7 +181,7 @@ describe('POST /scim/v2/Groups/.search', () => {
     for (const displayName of ['Alpha', 'Beta', 'Gamma'])
       await c.request('POST', '/Groups', { schemas: [GROUP], displayName });
     const res = await c.request('POST', '/Groups/.search', {
-      schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'],
+      schemas: [SEARCH_REQUEST],
       filter: 'displayName ne "beta"',
       sortBy: 'displayName',
       sortOrder: 'descending',
@@ -200,14 +198,9 @@ describe('POST /scim/v2/Groups/.search', () => {
         { schemas: [GROUP], id: expect.any(String) as unknown, displayName: 'Alpha' },
       ],
     });
-    expect(
-      (
-        await c.request('POST', '/Groups/.search', {
-          schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'],
-          filter: 7,
-        })
-      ).body,
-    ).toEqual(scimError(400, 'filter must be a string', 'invalidValue'));
+    expect((await c.request('POST', '/Groups/.search', { schemas: [SEARCH_REQUEST], filter: 7 })).body).toEqual(
+      scimError(400, 'filter must be a string', 'invalidValue'),
+    );
   });
 });
 

@@ -1,6 +1,6 @@
 import type { App, AppOverrides } from '../../src/app.js';
 import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
+import { ADMIN_PASSWORD, PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
 
 export const USER = 'urn:ietf:params:scim:schemas:core:2.0:User';
 export const GROUP = 'urn:ietf:params:scim:schemas:core:2.0:Group';
@@ -10,11 +10,22 @@ export const PATCH_OP = 'urn:ietf:params:scim:api:messages:2.0:PatchOp';
 export const ERROR = 'urn:ietf:params:scim:api:messages:2.0:Error';
 export const BULK_REQUEST = 'urn:ietf:params:scim:api:messages:2.0:BulkRequest';
 export const BULK_RESPONSE = 'urn:ietf:params:scim:api:messages:2.0:BulkResponse';
-export const ADMIN_PASSWORD = 'bootstrap-secret-1';
+export const SEARCH_REQUEST = 'urn:ietf:params:scim:api:messages:2.0:SearchRequest';
 export const PUBLIC_URL = 'https://agent.example.com';
 export const BASE = `${PUBLIC_URL}/scim/v2`;
 
 export type Json = Record<string, unknown>;
+
+/** The work address of the example user Babs Jensen (RFC 7643 §8.2). */
+export const BJENSEN_WORK_ADDRESS = {
+  streetAddress: '100 Universal City Plaza',
+  locality: 'Hollywood',
+  region: 'CA',
+  postalCode: '91608',
+  country: 'US',
+  type: 'work',
+  primary: true,
+};
 
 export interface ScimResponse {
   status: number;
@@ -29,6 +40,7 @@ export interface ScimClient {
   token: string;
   base: string;
   request(method: string, path: string, body?: unknown, options?: RequestOptions): Promise<ScimResponse>;
+  close(): Promise<void>;
 }
 
 export interface RequestOptions {
@@ -84,6 +96,7 @@ export async function startScim(env: Record<string, string> = {}, overrides: App
     base: `${app.config.publicUrl}/scim/v2`,
     request: (method, path, body, options = {}) =>
       scimRequest(app, options.token === undefined ? token : options.token, method, path, body, options),
+    close: () => app.close(),
   };
 }
 
@@ -98,4 +111,4 @@ export const idOf = (res: ScimResponse): string => res.body.id as string;
 /** The `Resources` of a ListResponse. */
 export const resourcesOf = (res: ScimResponse): Json[] => res.body.Resources as Json[];
 
-export { PASSWORD, TestClock, createUser };
+export { ADMIN_PASSWORD, PASSWORD, TestClock, createUser };

@@ -3,6 +3,7 @@ import { type ScimPatchOperation, type ScimResource, scimPatch } from 'scim-patc
 import SCIMMY from 'scimmy';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
+  BJENSEN_WORK_ADDRESS,
   BULK_REQUEST,
   ENTERPRISE,
   GROUP,
@@ -68,18 +69,7 @@ const richUser = (userName: string, managerId: string) => ({
   phoneNumbers: [{ value: 'tel:+1-201-555-0123', type: 'work', primary: true }],
   ims: [{ value: 'someaimhandle', type: 'aim' }],
   photos: [{ value: 'https://photos.example.com/profilephoto/72930000000Ccne/F', type: 'photo' }],
-  addresses: [
-    {
-      formatted: '100 Universal City Plaza\nHollywood, CA 91608 USA',
-      streetAddress: '100 Universal City Plaza',
-      locality: 'Hollywood',
-      region: 'CA',
-      postalCode: '91608',
-      country: 'US',
-      type: 'work',
-      primary: true,
-    },
-  ],
+  addresses: [{ formatted: '100 Universal City Plaza\nHollywood, CA 91608 USA', ...BJENSEN_WORK_ADDRESS }],
   entitlements: [{ value: 'Employee' }],
   // No type: scimmy enforces roles.type's canonicalValues, which RFC 7643 §8.7.1 leaves empty (suggested values,
   // not a closed list: §2.2), so any type would fail its check. The service accepts any.

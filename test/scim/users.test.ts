@@ -1,7 +1,9 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach } from '../helpers/app.js';
 import { call } from '../helpers/auth.js';
 import {
   BASE,
+  BJENSEN_WORK_ADDRESS,
   createUser,
   ENTERPRISE,
   GROUP,
@@ -14,23 +16,26 @@ import {
   type ScimClient,
   scimError,
   scimRequest,
+  SEARCH_REQUEST,
   startScim,
   USER,
 } from './helpers.js';
 
-const clients: ScimClient[] = [];
-afterEach(async () => {
-  await Promise.all(clients.splice(0).map((c) => c.app.close()));
-});
-
-async function setUp(): Promise<ScimClient> {
-  const client = await startScim();
-  clients.push(client);
-  return client;
-}
+const closing = closeAfterEach();
+const setUp = async (): Promise<ScimClient> => closing(await startScim());
 
 const T0 = '2026-06-01T12:00:00.000Z';
 const SCIM_JSON = /^application\/scim\+json/;
+
+/** Babs Jensen's emails, phone and address, which the service stores as sent. */
+const BJENSEN_CONTACT = {
+  emails: [
+    { value: 'bjensen@example.com', type: 'work', primary: true },
+    { value: 'babs@jensen.org', type: 'home' },
+  ],
+  phoneNumbers: [{ value: '555-555-8377', type: 'work' }],
+  addresses: [BJENSEN_WORK_ADDRESS],
+};
 
 function bjensen(adminId: string) {
   return {
@@ -42,28 +47,20 @@ function bjensen(adminId: string) {
     title: 'Tour Guide',
     active: true,
     password: PASSWORD,
-    emails: [
-      { value: 'bjensen@example.com', type: 'work', primary: true },
-      { value: 'babs@jensen.org', type: 'home' },
-    ],
-    phoneNumbers: [{ value: '555-555-8377', type: 'work' }],
-    addresses: [
-      {
-        type: 'work',
-        streetAddress: '100 Universal City Plaza',
-        locality: 'Hollywood',
-        region: 'CA',
-        postalCode: '91608',
-        country: 'US',
-        primary: true,
-      },
-    ],
+    ...BJENSEN_CONTACT,
     [ENTERPRISE]: { employeeNumber: '701984', department: 'Tour Operations', manager: { value: adminId } },
     // Read-only attributes a client sends are ignored (RFC 7643 §2.2).
     id: 'chosen-by-client',
     groups: [{ value: 'ignored' }],
     meta: { resourceType: 'User' },
   };
+}
+
+/** A started app in which Babs Jensen, managed by the administrator, has just been created. */
+async function setUpWithBjensen() {
+  const c = await setUp();
+  const admin = await adminId(c);
+  return { c, admin, id: idOf(await c.request('POST', '/Users', bjensen(admin))) };
 }
 
 function bjensenAsStored(id: string, adminId: string, at = T0) {
@@ -76,22 +73,7 @@ function bjensenAsStored(id: string, adminId: string, at = T0) {
     displayName: 'Babs Jensen',
     title: 'Tour Guide',
     active: true,
-    emails: [
-      { value: 'bjensen@example.com', type: 'work', primary: true },
-      { value: 'babs@jensen.org', type: 'home' },
-    ],
-    phoneNumbers: [{ value: '555-555-8377', type: 'work' }],
-    addresses: [
-      {
-        streetAddress: '100 Universal City Plaza',
-        locality: 'Hollywood',
-        region: 'CA',
-        postalCode: '91608',
-        country: 'US',
-        type: 'work',
-        primary: true,
-      },
-    ],
+    ...BJENSEN_CONTACT,
     [ENTERPRISE]: {
       employeeNumber: '701984',
       department: 'Tour Operations',
@@ -261,9 +243,7 @@ describe('GET /scim/v2/Users/{id}', () => {
   });
 
   it('narrows the representation with attributes and excludedAttributes (id and schemas always come back)', async () => {
-    const c = await setUp();
-    const admin = await adminId(c);
-    const id = idOf(await c.request('POST', '/Users', bjensen(admin)));
+    const { c, admin, id } = await setUpWithBjensen();
     const only = await c.request(
       'GET',
       `/Users/${id}?attributes=userName,emails.value,NAME.givenName,${ENTERPRISE}:manager.value`,
@@ -295,9 +275,7 @@ describe('GET /scim/v2/Users/{id}', () => {
 
 describe('PUT /scim/v2/Users/{id}', () => {
   it('replaces the user: attributes left out are cleared, but the password and active are kept', async () => {
-    const c = await setUp();
-    const admin = await adminId(c);
-    const id = idOf(await c.request('POST', '/Users', bjensen(admin)));
+    const { c, id } = await setUpWithBjensen();
     c.clock.advance(60_000);
     const res = await c.request('PUT', `/Users/${id}`, {
       schemas: [USER],
@@ -348,9 +326,7 @@ describe('PUT /scim/v2/Users/{id}', () => {
 
 describe('PATCH /scim/v2/Users/{id}', () => {
   it('applies add, replace and remove, with and without paths, through value filters, in order', async () => {
-    const c = await setUp();
-    const admin = await adminId(c);
-    const id = idOf(await c.request('POST', '/Users', bjensen(admin)));
+    const { c, admin, id } = await setUpWithBjensen();
     c.clock.advance(1_000);
     const res = await c.request('PATCH', `/Users/${id}`, {
       schemas: [PATCH_OP],
@@ -719,7 +695,7 @@ describe('GET /scim/v2/Users: paging, sorting, projection', () => {
     const c = await setUp();
     await population(c);
     const res = await c.request('POST', '/Users/.search', {
-      schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'],
+      schemas: [SEARCH_REQUEST],
       filter: 'displayName pr',
       sortBy: 'userName',
       sortOrder: 'descending',
@@ -733,14 +709,9 @@ describe('GET /scim/v2/Users: paging, sorting, projection', () => {
     expect((await c.request('POST', '/Users/.search', { filter: 'x pr' })).body).toEqual(
       scimError(400, 'schemas must include urn:ietf:params:scim:api:messages:2.0:SearchRequest', 'invalidValue'),
     );
-    expect(
-      (
-        await c.request('POST', '/Users/.search', {
-          schemas: ['urn:ietf:params:scim:api:messages:2.0:SearchRequest'],
-          count: 0,
-        })
-      ).body,
-    ).toEqual(scimError(400, 'count must be an integer from 1 to 1000', 'invalidValue'));
+    expect((await c.request('POST', '/Users/.search', { schemas: [SEARCH_REQUEST], count: 0 })).body).toEqual(
+      scimError(400, 'count must be an integer from 1 to 1000', 'invalidValue'),
+    );
   });
 });
 

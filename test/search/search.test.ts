@@ -1,33 +1,24 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createEmbeddedSearch, sectionsOf } from '../../src/adapters/search/embedded.js';
 import { createSearxngSearch } from '../../src/adapters/search/searxng.js';
 import type { App } from '../../src/app.js';
 import { ServiceUnavailableError } from '../../src/errors.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { closeAfterEach, startTestApp } from '../helpers/app.js';
+import { ADMIN_PASSWORD, PASSWORD, call, createUser } from '../helpers/auth.js';
 import { unusedPort } from '../helpers/http.js';
 import { type FakeSearxng, searxngResult, startFakeSearxng } from '../fakes/searxng.js';
 
 // Embedded search runs against the real conversations service on a migrated SQLite database; SearXNG runs
 // against a FAKE SearXNG instance (test/fakes/searxng.ts) over real HTTP, since none can run here.
 
-const apps: App[] = [];
-const fakes: FakeSearxng[] = [];
-afterEach(async () => {
-  await Promise.all(apps.splice(0).map((app) => app.close()));
-  await Promise.all(fakes.splice(0).map((fake) => fake.close()));
-});
+const closing = closeAfterEach();
 
 async function startApp(env: Record<string, string> = {}): Promise<App> {
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env });
-  apps.push(app);
-  return app;
+  return closing(await startTestApp({ ADMIN_PASSWORD, ...env }));
 }
 
 async function startFake(basePath?: string): Promise<FakeSearxng> {
-  const fake = await startFakeSearxng(basePath);
-  fakes.push(fake);
-  return fake;
+  return closing(await startFakeSearxng(basePath));
 }
 
 const DOCS = `# Handbook

@@ -1,0 +1,86 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { WebSocketClientTransport } from '@modelcontextprotocol/sdk/client/websocket.js';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import { WebSocket } from 'ws';
+import { afterEach } from 'vitest';
+import type { App } from '../../src/app.js';
+import { ADMIN_PASSWORD } from './auth.js';
+
+/** The MCP clients of the tests: the official SDK's over every wire, and raw WebSocket and SSE streams. */
+
+const MAIN = join(import.meta.dirname, '../../src/main.ts');
+
+/** The tools a user may call by default, in the order the server lists them. */
+export const TOOL_NAMES = ['chat', 'search_web', 'agent_chat', 'conversation_get', 'conversation_search'];
+
+/** The `ws://` URL of the app's WebSocket endpoint. */
+export const socketUrl = (app: App, query = ''): string => `${app.url('main').replace('http', 'ws')}/mcp/ws${query}`;
+
+/** The SDK's WebSocket client uses the global WebSocket, which on Node 20 must come from `ws`; it adds our header. */
+function webSocketWithHeaders(headers: Record<string, string>): typeof globalThis.WebSocket {
+  return class extends WebSocket {
+    constructor(url: string | URL, protocols?: string | string[]) {
+      super(url, protocols, { headers });
+    }
+  } as unknown as typeof globalThis.WebSocket;
+}
+
+/** Puts back, after each test, the global WebSocket that `sdkTransports.WebSocket` replaces. */
+export function restoreGlobalWebSocketAfterEach(): void {
+  const original = globalThis.WebSocket;
+  afterEach(() => {
+    globalThis.WebSocket = original;
+  });
+}
+
+/**
+ * The official SDK's transport for each connection-based wire of the app, sending `headers` (the credential).
+ * The WebSocket one replaces the global WebSocket: suites that use it call restoreGlobalWebSocketAfterEach.
+ */
+export const sdkTransports = {
+  'streamable HTTP': (app: App, headers: Record<string, string>) =>
+    new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), { requestInit: { headers } }),
+  'legacy SSE': (app: App, headers: Record<string, string>) =>
+    new SSEClientTransport(new URL(`${app.url('main')}/sse`), { requestInit: { headers } }),
+  WebSocket: (app: App, headers: Record<string, string>) => {
+    globalThis.WebSocket = webSocketWithHeaders(headers);
+    return new WebSocketClientTransport(new URL(socketUrl(app)));
+  },
+} satisfies Record<string, (app: App, headers: Record<string, string>) => Transport>;
+
+/** `agent-service stdio` in a child process on a fresh SQLite file, whose caller is the bootstrap administrator. */
+export function stdioTransport(logLevel = 'silent'): StdioClientTransport {
+  const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-stdio-')), 'agent.db');
+  return new StdioClientTransport({
+    command: process.execPath,
+    args: ['--import', 'tsx', MAIN, 'stdio'],
+    env: { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${dbFile}`, ADMIN_PASSWORD, LOG_LEVEL: logLevel },
+    stderr: 'pipe',
+  });
+}
+
+/** Opens a WebSocket to the app's endpoint; rejects with the status of a refused upgrade. */
+export function openSocket(app: App, headers: Record<string, string>): Promise<WebSocket> {
+  return new Promise((resolve, reject) => {
+    const socket = new WebSocket(socketUrl(app), { headers });
+    socket.once('open', () => resolve(socket));
+    socket.once('unexpected-response', (_req, res) => reject(new Error(String(res.statusCode))));
+    socket.once('error', reject);
+  });
+}
+
+/** Opens a legacy SSE stream and reads its first event, which names the session to post messages to. */
+export async function openSse(
+  app: App,
+  headers: Record<string, string>,
+): Promise<{ response: Response; sessionId: string; close: () => void }> {
+  const controller = new AbortController();
+  const response = await fetch(`${app.url('main')}/sse`, { headers, signal: controller.signal });
+  const first = new TextDecoder().decode((await response.body!.getReader().read()).value as Uint8Array);
+  return { response, sessionId: /sessionId=([0-9a-f-]+)/.exec(first)![1]!, close: () => controller.abort() };
+}
