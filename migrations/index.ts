@@ -8,6 +8,7 @@ import * as m0006 from './0006_scim.js';
 import * as m0007 from './0007_data_subject.js';
 import * as m0009 from './0009_conversation_search.js';
 import * as m0010 from './0010_playground.js';
+import * as m0011 from './0011_builder.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -24,4 +25,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0007_data_subject': m0007,
   '0009_conversation_search': m0009,
   '0010_playground': m0010,
+  '0011_builder': m0011,
 };

@@ -84,6 +84,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     core: services.mcp.core,
     chat: services.agent.chat,
     playground: services.playground,
+    runs: services.builder.runs,
     lifecycle,
     logger,
     resolveCaller,

@@ -73,6 +73,8 @@ export interface AppErrorOptions {
   issues?: FieldIssue[];
   scimType?: ScimType;
   headers?: Record<string, string>;
+  /** More fields for the envelope body (a validation report, the current version of a conflict). */
+  extra?: Record<string, unknown>;
 }
 
 export abstract class AppError extends Error {
@@ -82,6 +84,7 @@ export abstract class AppError extends Error {
   readonly issues: FieldIssue[] | undefined;
   readonly scimType: ScimType | undefined;
   readonly headers: Record<string, string>;
+  readonly extra: Record<string, unknown> | undefined;
 
   constructor(message: string, options: AppErrorOptions) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -90,6 +93,7 @@ export abstract class AppError extends Error {
     this.issues = options.issues;
     this.scimType = options.scimType;
     this.headers = options.headers ?? {};
+    this.extra = options.extra;
   }
 
   /** Whether the message may be shown to the client. 5xx details never leave the process. */

@@ -4,6 +4,15 @@ import { chat } from './chat.js';
 import { conversationGet } from './conversation_get.js';
 import { conversationSearch } from './conversation_search.js';
 import { searchWeb } from './search_web.js';
+import { workflowResume, workflowRun } from './workflow_run.js';
 
 /** Every tool the service offers, in the order clients list them. A new tool is one file here plus one line. */
-export const TOOLS: ToolDefinition[] = [chat, searchWeb, agentChat, conversationGet, conversationSearch];
+export const TOOLS: ToolDefinition[] = [
+  chat,
+  searchWeb,
+  agentChat,
+  conversationGet,
+  conversationSearch,
+  workflowRun,
+  workflowResume,
+];

@@ -5,7 +5,7 @@ import type { McpPolicy } from '../src/mcp/policy.js';
 import type { Caller } from '../src/ports/caller.js';
 
 /** The wires, as the connections gauge labels them. */
-export type StreamServer = 'rest' | 'sse' | 'streamable_http' | 'websocket' | 'stdio' | 'playground';
+export type StreamServer = 'rest' | 'sse' | 'streamable_http' | 'websocket' | 'stdio' | 'playground' | 'builder';
 
 export interface StreamSlotDeps {
   policy: Pick<McpPolicy, 'openStream'>;

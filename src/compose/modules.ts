@@ -6,6 +6,7 @@ import { McpPolicy } from '../mcp/policy.js';
 import { createAgentModule } from '../modules/agent/index.js';
 import { createApiKeysModule } from '../modules/api-keys/index.js';
 import { createAuditModule } from '../modules/audit/index.js';
+import { createBuilderModule, type WorkflowTools } from '../modules/builder/index.js';
 import { KeyEncryption, createAuthModule } from '../modules/auth/index.js';
 import { createConversationsModule } from '../modules/conversations/index.js';
 import { type ErasureStep, createDataSubjectModule } from '../modules/data-subject/index.js';
@@ -16,6 +17,7 @@ import { createServicePrincipalsModule } from '../modules/service-principals/ind
 import { createSystemModule } from '../modules/system/index.js';
 import { createUsersModule } from '../modules/users/index.js';
 import { createVersionModule } from '../modules/version/index.js';
+import type { Caller } from '../ports/caller.js';
 import type { Module } from '../ports/module.js';
 import { userObject } from '../ports/subjects.js';
 import type { Metrics } from '../http/metrics.js';
@@ -23,7 +25,9 @@ import { builtWebRoot } from '../http/static-site.js';
 import { SERVICE_VERSION } from '../version.js';
 import { TOOLS } from '../../tools/index.js';
 import { createAgent } from '../../workflows/agent.js';
-import { createCheckpointer } from '../../workflows/checkpointer.js';
+import { type Checkpointer, createCheckpointer } from '../../workflows/checkpointer.js';
+import type { ToolExecutor } from '../mcp/tools.js';
+import type { McpCore } from '../mcp/core.js';
 import type { Infrastructure } from './infrastructure.js';
 
 /** Start-up steps in the order they run; the names are what `/health/startup` reports. */
@@ -129,7 +133,19 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
   const mcp = createMcpModule({
     policy,
     tools: TOOLS,
-    services: { logger, authz, conversations: conversations.service, search, chat: agent.service.chat },
+    services: {
+      logger,
+      authz,
+      conversations: conversations.service,
+      search,
+      chat: agent.service.chat,
+      // The builder is built on the MCP tools, so its runs are reached once it exists.
+      workflows: {
+        start: (...args) => builder.service.runs.start(...args),
+        resume: (...args) => builder.service.runs.resume(...args),
+        complete: (...args) => builder.service.runs.complete(...args),
+      },
+    },
     describe: () => ({ llm_provider: llm.provider, model: llm.model, search_provider: search.provider }),
     registry: base.metrics.registry,
     logger,
@@ -159,6 +175,34 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     }),
   });
 
+  // Workflow runs keep their checkpoints beside the agent's, in the service's database.
+  let runCheckpointer: Promise<Checkpointer> | undefined;
+  const checkpointer = () => (runCheckpointer ??= createCheckpointer(db));
+  const builder = createBuilderModule({
+    db: db.kysely,
+    authz,
+    llm,
+    tools: workflowTools(mcp.service.tools),
+    resources: (caller) => mcpResources(mcp.service.core, caller),
+    checkpointer,
+    deleteThread: async (threadId) => (await checkpointer()).deleteThread(threadId),
+    logger,
+    now,
+    webRoot: builtWebRoot('builder'),
+    settings: (origin) => ({
+      version: SERVICE_VERSION,
+      auth_mode: config.auth.mode,
+      sso: config.auth.oidc
+        ? {
+            enabled: true,
+            login_url: `${config.publicUrl}/auth/sso/login?redirect_uri=${encodeURIComponent(`${origin}/`)}`,
+          }
+        : { enabled: false },
+      llm_provider: llm.provider,
+      model: llm.model,
+    }),
+  });
+
   const contributors: Module<unknown>[] = [
     users,
     audit,
@@ -170,6 +214,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     agent,
     mcp,
     playground,
+    builder,
   ];
   const dataSubject = createDataSubjectModule({
     db: db.kysely,
@@ -200,6 +245,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     agent: agent.service,
     mcp: mcp.service,
     playground: playground.service,
+    builder: builder.service,
     dataSubject: dataSubject.service,
   };
   /**
@@ -208,6 +254,39 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
    */
   const started: Module<unknown>[] = [...contributors, dataSubject, createVersionModule()];
   return { system, health, started, services };
+}
+
+/** The MCP tools as workflows use them: the ones the agent may call, through the policy point, as the caller. */
+function workflowTools(executor: ToolExecutor): WorkflowTools {
+  return {
+    async catalog(caller: Caller) {
+      const known = new Set(executor.tools.map((t) => t.name));
+      const permitted = new Set((await executor.specsFor(caller)).map((t) => t.name));
+      return { known, permitted };
+    },
+    list: (caller) => executor.specsFor(caller),
+    async call(caller, name, args, signal) {
+      const result = await executor.execute(name, args, caller, { signal });
+      const text = result.content
+        .map((part) => (part.type === 'text' ? part.text : ''))
+        .filter(Boolean)
+        .join('\n');
+      return { text, isError: result.isError === true };
+    },
+  };
+}
+
+/** The MCP resources the caller can read, as `resources/list` answers them through the MCP core. */
+async function mcpResources(core: McpCore, caller: Caller) {
+  const listed = (await core.request(caller, 'resources/list')) as {
+    resources: { uri: string; name: string; description?: string; mimeType?: string }[];
+  };
+  return listed.resources.map((r) => ({
+    uri: r.uri,
+    name: r.name,
+    ...(r.description !== undefined && { description: r.description }),
+    ...(r.mimeType !== undefined && { mime_type: r.mimeType }),
+  }));
 }
 
 /** Each module's service, by module. */

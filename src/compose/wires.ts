@@ -5,8 +5,10 @@ import type { Lifecycle } from '../lifecycle.js';
 import type { Logger } from '../logger.js';
 import type { McpCore } from '../mcp/core.js';
 import type { ChatTurnService } from '../modules/agent/index.js';
+import type { WorkflowRuns } from '../modules/builder/index.js';
 import type { PlaygroundService } from '../modules/playground/index.js';
 import type { ListenerName } from '../http/listener.js';
+import { builderRunRoutes } from '../../transports/builder.js';
 import { PlaygroundSocketEndpoint, playgroundChatRoutes } from '../../transports/playground.js';
 import { restRoutes } from '../../transports/rest.js';
 import { LegacySseConnections } from '../../transports/sse.js';
@@ -18,6 +20,7 @@ export interface WireDeps {
   core: McpCore;
   chat: ChatTurnService;
   playground: PlaygroundService;
+  runs: WorkflowRuns;
   lifecycle: Lifecycle;
   logger: Logger;
   resolveCaller: CallerResolver;
@@ -28,7 +31,8 @@ export interface WireDeps {
 
 /**
  * The network wires: the MCP core over REST, streamable HTTP, legacy SSE and WebSocket (main listener), and the
- * playground's chat over JSON, server-sent events and WebSocket (playground listener).
+ * playground's chat over JSON, server-sent events and WebSocket (playground listener), and the builder's run
+ * streams (builder listener).
  */
 export function buildMcpWires(deps: WireDeps) {
   const { config, core, lifecycle, logger } = deps;
@@ -65,6 +69,7 @@ export function buildMcpWires(deps: WireDeps) {
   const routes: Partial<Record<ListenerName, RouteGroup[]>> = {
     main: [...restRoutes({ core, chat: deps.chat, lifecycle }), streamable.routes(), ...sse.routes()],
     playground: [playgroundChatRoutes(playgroundWire)],
+    builder: [builderRunRoutes({ runs: deps.runs, policy: core.policy, metrics: core.metrics, lifecycle })],
   };
   return { streamable, sse, websocket, playgroundSocket, routes };
 }

@@ -17,6 +17,12 @@ import type {
   PlaygroundSessionsTable,
   PlaygroundSpansTable,
 } from '../modules/playground/playground.tables.js';
+import type {
+  WorkflowRunsTable,
+  WorkflowTagsTable,
+  WorkflowVersionsTable,
+  WorkflowsTable,
+} from '../modules/builder/builder.tables.js';
 import type { ServicePrincipalsTable } from '../modules/service-principals/service-principals.tables.js';
 import type { SystemSettingsTable } from '../modules/system/system.tables.js';
 import type { GroupMembersTable, GroupsTable, UserIdentitiesTable, UsersTable } from '../modules/users/users.tables.js';
@@ -47,4 +53,8 @@ export interface Database {
   playground_messages: PlaygroundMessagesTable;
   playground_spans: PlaygroundSpansTable;
   playground_logs: PlaygroundLogsTable;
+  workflows: WorkflowsTable;
+  workflow_tags: WorkflowTagsTable;
+  workflow_versions: WorkflowVersionsTable;
+  workflow_runs: WorkflowRunsTable;
 }

@@ -59,6 +59,7 @@ const renderers: Record<ErrorArea, (err: AppError, traceId: string) => RenderedE
       status: err.status,
       headers: {},
       body: {
+        ...(err.expose && err.extra),
         error: err.error,
         message: publicMessage(err),
         code: err.code,

@@ -6,6 +6,7 @@ import type { WebSearch } from '../adapters/search/port.js';
 import { type AppError, toAppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { ChatTurnService } from '../modules/agent/index.js';
+import type { WorkflowRuns } from '../modules/builder/index.js';
 import type { Caller } from '../ports/caller.js';
 import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
@@ -22,6 +23,8 @@ export interface ToolServices {
   search: WebSearch;
   /** Chat turns with the agent (the agent itself calls tools, so it is reached late-bound through this). */
   chat: ChatTurnService;
+  /** Runs of builder workflows (whose agents call tools in turn, so reached late-bound through this). */
+  workflows: Pick<WorkflowRuns, 'start' | 'resume' | 'complete'>;
 }
 
 /** What a tool handler receives besides its arguments. */

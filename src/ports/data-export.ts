@@ -36,11 +36,24 @@ export interface ExportedPlaygroundSession {
   logs: object[];
 }
 
+/** A workflow the user created: its current definition, and how many versions it has. */
+export interface ExportedWorkflow {
+  workflow_id: string;
+  name: string;
+  version: number;
+  version_count: number;
+  created_at: string;
+  updated_at: string;
+  nodes: object[];
+  edges: object[];
+}
+
 /** The export's sections that other modules contribute, by name. */
 export interface ExportSections {
   sessions: ExportedSession[];
   conversations: ExportedConversation[];
   playground_sessions: ExportedPlaygroundSession[];
+  workflows: ExportedWorkflow[];
   audit_log: ExportedAuditEvent[];
 }
 

@@ -51,6 +51,7 @@ function fromCsv(text: string): DataExport {
     sessions: [],
     conversations: [],
     playground_sessions: [],
+    workflows: [],
     consents: [],
     audit_log: [],
   };
@@ -108,6 +109,7 @@ describe('GET /api/v1/users/me/data', () => {
         },
       ],
       playground_sessions: [],
+      workflows: [],
       consents: [
         {
           consent_id: expect.any(String) as unknown,
@@ -242,6 +244,7 @@ describe('CSV of an export', () => {
       sessions: [],
       conversations: [],
       playground_sessions: [],
+      workflows: [],
       consents: [],
       audit_log: tricky.map((t, i) => ({ event_id: `${i}`, event_type: t, timestamp: 't', ip_address: null })),
     };

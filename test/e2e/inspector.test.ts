@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { startTestApp } from '../helpers/app.js';
+import { TOOL_NAMES } from '../helpers/mcp.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
 
 /**
@@ -66,13 +67,7 @@ describe('MCP Inspector CLI', () => {
     };
     const target = [join(ROOT, 'node_modules/.bin/tsx'), join(ROOT, 'src/main.ts'), 'stdio'];
     const listed = await inspector([...target, '--method', 'tools/list'], env);
-    expect((listed.tools as { name: string }[]).map((t) => t.name)).toEqual([
-      'chat',
-      'search_web',
-      'agent_chat',
-      'conversation_get',
-      'conversation_search',
-    ]);
+    expect((listed.tools as { name: string }[]).map((t) => t.name)).toEqual(TOOL_NAMES);
     const called = await inspector(
       [...target, '--method', 'tools/call', '--tool-name', 'search_web', '--tool-arg', 'query=API keys'],
       env,

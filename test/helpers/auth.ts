@@ -23,6 +23,8 @@ export interface CallOptions {
   body?: unknown;
   form?: Record<string, string>;
   headers?: Record<string, string>;
+  /** The listener to call: main unless told otherwise. */
+  listener?: 'main' | 'playground' | 'builder';
 }
 
 /** One request to a listener of the app, with the credential of choice. */
@@ -46,7 +48,7 @@ export function fetchApp(app: App, method: string, path: string, options: CallOp
     headers['Content-Type'] = 'application/json';
     body = JSON.stringify(options.body);
   }
-  return fetch(`${app.url('main')}${path}`, { method, headers, body });
+  return fetch(`${app.url(options.listener ?? 'main')}${path}`, { method, headers, body });
 }
 
 export const PASSWORD = 'correct horse battery';

@@ -38,6 +38,8 @@ export interface SignedIn extends Requester {
   readonly token: string;
   /** The request header that carries the credential, for other clients (the MCP SDK's transports, WebSocket). */
   readonly credentials: Record<string, string>;
+  /** The same requests to another listener (playground, builder). */
+  at(listener: NonNullable<CallOptions['listener']>): Requester;
 }
 
 export interface SignInOptions {
@@ -60,9 +62,13 @@ export interface TestClient {
 }
 
 /** Requests with the given credential, or none: also for those that are not a login, like an API key. */
-export function requester(app: App, credential: Pick<CallOptions, 'token' | 'cookie' | 'apiKey'>): Requester {
+export function requester(
+  app: App,
+  credential: Pick<CallOptions, 'token' | 'cookie' | 'apiKey'>,
+  listener: CallOptions['listener'] = 'main',
+): Requester {
   const send = async <T>(method: string, path: string, body?: unknown, options: RequestOptions = {}) => {
-    const res = await fetchApp(app, method, path, { ...credential, body, headers: options.headers });
+    const res = await fetchApp(app, method, path, { ...credential, body, headers: options.headers, listener });
     const text = await res.text();
     const json = /\bjson\b/.test(res.headers.get('content-type') ?? '');
     return { status: res.status, headers: res.headers, body: (text === '' ? {} : json ? JSON.parse(text) : text) as T };
@@ -88,8 +94,10 @@ export async function signIn(app: App, username: string, options: SignInOptions 
   if (res.status !== 200) throw new Error(`login of ${username} failed: ${res.status} ${JSON.stringify(res.body)}`);
   const token = res.body.access_token as string | undefined;
   const cookie = token === undefined ? cookiePair(res.headers.get('set-cookie')) : undefined;
+  const credential = token === undefined ? { cookie } : { token };
   return {
-    ...requester(app, token === undefined ? { cookie } : { token }),
+    ...requester(app, credential),
+    at: (listener) => requester(app, credential, listener),
     username,
     id: user.id,
     user,

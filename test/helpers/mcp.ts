@@ -16,7 +16,15 @@ import { ADMIN_PASSWORD } from './auth.js';
 const MAIN = join(import.meta.dirname, '../../src/main.ts');
 
 /** The tools a user may call by default, in the order the server lists them. */
-export const TOOL_NAMES = ['chat', 'search_web', 'agent_chat', 'conversation_get', 'conversation_search'];
+export const TOOL_NAMES = [
+  'chat',
+  'search_web',
+  'agent_chat',
+  'conversation_get',
+  'conversation_search',
+  'workflow_run',
+  'workflow_resume',
+];
 
 /** The `ws://` URL of the app's WebSocket endpoint. */
 export const socketUrl = (app: App, query = ''): string => `${app.url('main').replace('http', 'ws')}/mcp/ws${query}`;

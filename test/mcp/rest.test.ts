@@ -46,7 +46,7 @@ describe('REST-style MCP endpoints', () => {
     expect(res.headers.get('x-ratelimit-remaining')).toBe('99');
   });
 
-  it('lists the five tools with JSON Schema inputs', async () => {
+  it('lists every tool with JSON Schema inputs', async () => {
     const { alice } = await setUp();
     const res = await alice.post('/mcp/tools/list', { method: 'tools/list' });
     const tools = res.body.tools as {
@@ -62,7 +62,7 @@ describe('REST-style MCP endpoints', () => {
       properties: { query: { type: 'string' }, conversation_id: { type: 'string' } },
     });
     expect(tools[1]!.annotations).toMatchObject({ readOnlyHint: true, openWorldHint: true });
-    expect((await alice.get('/tools')).body.tools).toHaveLength(5);
+    expect((await alice.get('/tools')).body.tools).toHaveLength(TOOL_NAMES.length);
   });
 
   it('chats through the offline model and continues the conversation', async () => {

@@ -228,7 +228,7 @@ describe('WebSocket details', () => {
     const socket = await open(alice.credentials);
     const short = await ask(socket, { method: 'tools/list', params: {} });
     expect(short.method).toBe('tools/list');
-    expect((short.result as { tools: unknown[] }).tools).toHaveLength(5);
+    expect((short.result as { tools: unknown[] }).tools).toHaveLength(TOOL_NAMES.length);
     const rpc = await ask(socket, { jsonrpc: '2.0', id: 7, method: 'ping' });
     expect(rpc).toEqual({ jsonrpc: '2.0', id: 7, result: {} });
     expect(await ask(socket, 'not json{')).toMatchObject({ error: { code: -32700 } });

@@ -59,6 +59,18 @@ const DataExport = z
         logs: z.array(z.record(z.string(), z.unknown())),
       }),
     ),
+    workflows: z.array(
+      z.object({
+        workflow_id: z.string(),
+        name: z.string(),
+        version: z.number().int(),
+        version_count: z.number().int(),
+        created_at: z.iso.datetime(),
+        updated_at: z.iso.datetime(),
+        nodes: z.array(z.record(z.string(), z.unknown())),
+        edges: z.array(z.record(z.string(), z.unknown())),
+      }),
+    ),
     consents: z.array(
       z.object({
         consent_id: z.string(),

@@ -115,6 +115,7 @@ export class DataSubjectService {
       sessions: sections.sessions ?? [],
       conversations: sections.conversations ?? [],
       playground_sessions: sections.playground_sessions ?? [],
+      workflows: sections.workflows ?? [],
       consents: consents.map((c) => ({
         consent_id: c.id,
         consent_type: c.consent_type,

@@ -1,0 +1,253 @@
+import { randomUUID } from 'node:crypto';
+import { type BaseCheckpointSaver, Command, GraphRecursionError } from '@langchain/langgraph';
+import type { Kysely } from 'kysely';
+import type { z } from 'zod';
+import type { LlmProvider } from '../../adapters/llm/port.js';
+import type { Database } from '../../db/database.js';
+import type { Logger } from '../../logger.js';
+import type { Caller } from '../../ports/caller.js';
+import { subjectOf } from '../../ports/subjects.js';
+import { RECURSION_LIMIT, compileWorkflow, initialState } from '../../../workflows/compile.js';
+import type { HumanQuestion } from '../../../workflows/runtime.js';
+import type { NodeType } from '../../../workflows/schema.js';
+import { invalidWorkflow, runNotFound, runNotWaiting } from './builder.errors.js';
+import type { WorkflowTools } from './builder.ports.js';
+import { type RuntimeEvent, WorkflowToolError, serviceRuntime } from './builder.runtime.js';
+import type * as schemas from './builder.schemas.js';
+import { type BuilderService, runThread } from './builder.service.js';
+import { type RunRow, claimRun, findRun, insertRun, listRuns, updateRun } from './builder.store.js';
+
+export type RunView = z.output<typeof schemas.Run>;
+
+/** What a run streams, in order: its start, each node's start and end with what happened inside, then its end. */
+export type RunEvent =
+  | { type: 'run_started'; run_id: string; workflow_id: string; version: number }
+  | { type: 'node_started' | 'node_finished'; node_id: string; node_type: NodeType }
+  | { type: 'token'; node_id: string; text: string }
+  | { type: 'tool_call'; node_id: string; name: string; args: Record<string, unknown> }
+  | { type: 'tool_result'; node_id: string; name: string; content: string; is_error: boolean }
+  | { type: 'interrupt'; run_id: string; node_id: string; question: string }
+  | { type: 'error'; run_id: string; code: string; message: string }
+  | { type: 'end'; run_id: string; status: RunView['status']; output: string | null; path: string[] };
+
+/** A run admitted to go on: what it is, and its events once the caller reads them. */
+export interface RunHandle {
+  run: RunView;
+  events(signal: AbortSignal): AsyncIterable<RunEvent>;
+}
+
+export interface RunDeps {
+  db: Kysely<Database>;
+  builder: BuilderService;
+  llm: LlmProvider;
+  tools: WorkflowTools;
+  /** Where runs keep their checkpoints, so that a paused run resumes on any instance, after a restart too. */
+  checkpointer: () => Promise<BaseCheckpointSaver>;
+  logger: Logger;
+  now: () => Date;
+}
+
+type NodeEvent = { type: 'node_started' | 'node_finished'; node: string; node_type: NodeType };
+type Custom = NodeEvent | RuntimeEvent;
+
+/**
+ * Runs of workflows: each compiles the version it started on into a LangGraph graph over the service's model and
+ * the caller's MCP tools, checkpointed under the run. A human node pauses the run (`waiting`, with its question);
+ * a resume answers it and goes on from the checkpoint.
+ */
+export class WorkflowRuns {
+  constructor(private readonly deps: RunDeps) {}
+
+  /** Admits a run of the workflow's current version (400 when it is not valid for the caller now). */
+  async start(
+    caller: Caller,
+    workflowId: string,
+    body: { input: string; vars?: Record<string, unknown> | undefined },
+  ): Promise<RunHandle> {
+    const row = await this.deps.builder.access(caller, workflowId, 'executor');
+    const workflow = await this.deps.builder.definitionOf(row.id, row.current_version);
+    const report = await this.deps.builder.validate(caller, workflow);
+    if (!report.valid) throw invalidWorkflow(report);
+    const at = this.deps.now().toISOString();
+    const run: RunRow = {
+      id: randomUUID(),
+      workflow_id: row.id,
+      version: row.current_version,
+      started_by: subjectOf(caller),
+      status: 'running',
+      input: body.input,
+      output: null,
+      question: null,
+      waiting_node: null,
+      path: '[]',
+      error: null,
+      created_at: at,
+      updated_at: at,
+    };
+    await insertRun(this.deps.db, run);
+    return this.#handle(caller, run, initialState(body.input, body.vars ?? {}));
+  }
+
+  /** Answers the question a waiting run asks, and lets it go on (409 when it is not waiting). */
+  async resume(caller: Caller, workflowId: string, runId: string, answer: string): Promise<RunHandle> {
+    await this.deps.builder.access(caller, workflowId, 'executor');
+    const run = await findRun(this.deps.db, workflowId, runId);
+    if (!run) throw runNotFound(runId);
+    const at = this.deps.now().toISOString();
+    if (run.status !== 'waiting' || !(await claimRun(this.deps.db, run.id, 'waiting', 'running', at)))
+      throw runNotWaiting((await findRun(this.deps.db, workflowId, runId))?.status ?? run.status);
+    const claimed = { ...run, status: 'running' as const, question: null, waiting_node: null, updated_at: at };
+    await updateRun(this.deps.db, run.id, { question: null, waiting_node: null });
+    return this.#handle(caller, claimed, new Command({ resume: answer }));
+  }
+
+  async list(caller: Caller, workflowId: string, limit: number): Promise<RunView[]> {
+    await this.deps.builder.access(caller, workflowId, 'viewer');
+    return (await listRuns(this.deps.db, workflowId, limit)).map(runView);
+  }
+
+  async get(caller: Caller, workflowId: string, runId: string): Promise<RunView> {
+    await this.deps.builder.access(caller, workflowId, 'viewer');
+    const run = await findRun(this.deps.db, workflowId, runId);
+    if (!run) throw runNotFound(runId);
+    return runView(run);
+  }
+
+  /** Runs to the end or the next pause without streaming: the run as it then stands. */
+  async complete(handle: RunHandle, signal: AbortSignal): Promise<RunView> {
+    for await (const _ of handle.events(signal));
+    return this.#current(handle.run);
+  }
+
+  /** A run's row as it stands, without an access check (the caller was checked when the run was admitted). */
+  async #current(run: RunView): Promise<RunView> {
+    const row = await findRun(this.deps.db, run.workflow_id, run.run_id);
+    return row ? runView(row) : run;
+  }
+
+  #handle(caller: Caller, run: RunRow, input: unknown): RunHandle {
+    return {
+      run: runView(run),
+      events: (signal) => this.#events(caller, run, input, signal),
+    };
+  }
+
+  async *#events(caller: Caller, run: RunRow, input: unknown, signal: AbortSignal): AsyncGenerator<RunEvent> {
+    const { deps } = this;
+    yield { type: 'run_started', run_id: run.id, workflow_id: run.workflow_id, version: run.version };
+    const config = { configurable: { thread_id: runThread(run.id) } };
+    try {
+      const workflow = await deps.builder.definitionOf(run.workflow_id, run.version);
+      const runtime = serviceRuntime({ llm: deps.llm, tools: deps.tools }, caller);
+      const graph = compileWorkflow(workflow, runtime, { checkpointer: await deps.checkpointer() });
+      const stream = await graph.stream(input as never, {
+        ...config,
+        streamMode: ['custom', 'updates'],
+        recursionLimit: RECURSION_LIMIT,
+        signal,
+      });
+      for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
+        const [mode, data] = chunk;
+        if (mode === 'custom') yield wireEvent(data as Custom);
+      }
+      const state = await graph.getState(config);
+      const values = state.values as { vars?: Record<string, unknown>; path?: string[] };
+      const path = values.path ?? [];
+      const question = state.tasks.flatMap((task) => task.interrupts ?? []).at(0)?.value as HumanQuestion | undefined;
+      const at = deps.now().toISOString();
+      if (question) {
+        await updateRun(deps.db, run.id, {
+          status: 'waiting',
+          question: question.question,
+          waiting_node: question.node,
+          path: JSON.stringify(path),
+          updated_at: at,
+        });
+        yield { type: 'interrupt', run_id: run.id, node_id: question.node, question: question.question };
+        yield { type: 'end', run_id: run.id, status: 'waiting', output: null, path };
+        return;
+      }
+      const output = values.vars?.output;
+      const text =
+        output === undefined || output === null ? null : typeof output === 'string' ? output : JSON.stringify(output);
+      await updateRun(deps.db, run.id, {
+        status: 'completed',
+        output: text,
+        path: JSON.stringify(path),
+        updated_at: at,
+      });
+      yield { type: 'end', run_id: run.id, status: 'completed', output: text, path };
+    } catch (thrown) {
+      const failure = failureOf(thrown, signal);
+      if (failure.code === 'internal_error') deps.logger.error({ err: thrown, run: run.id }, 'workflow run failed');
+      const path = await this.#checkpointedPath(config).catch(() => []);
+      await updateRun(deps.db, run.id, {
+        status: failure.status,
+        error: failure.message,
+        path: JSON.stringify(path),
+        updated_at: deps.now().toISOString(),
+      });
+      yield { type: 'error', run_id: run.id, code: failure.code, message: failure.message };
+      yield { type: 'end', run_id: run.id, status: failure.status, output: null, path };
+    }
+  }
+
+  async #checkpointedPath(config: { configurable: { thread_id: string } }): Promise<string[]> {
+    const saver = await this.deps.checkpointer();
+    const tuple = await saver.getTuple(config);
+    const path = (tuple?.checkpoint.channel_values as { path?: unknown } | undefined)?.path;
+    return Array.isArray(path) ? (path as string[]) : [];
+  }
+}
+
+function wireEvent(event: Custom): RunEvent {
+  switch (event.type) {
+    case 'node_started':
+    case 'node_finished':
+      return { type: event.type, node_id: event.node, node_type: event.node_type };
+    case 'token':
+      return { type: 'token', node_id: event.node, text: event.text };
+    case 'tool_call':
+      return { type: 'tool_call', node_id: event.node, name: event.name, args: event.args };
+    case 'tool_result':
+      return {
+        type: 'tool_result',
+        node_id: event.node,
+        name: event.name,
+        content: event.content,
+        is_error: event.is_error,
+      };
+  }
+}
+
+function failureOf(
+  thrown: unknown,
+  signal: AbortSignal,
+): { status: 'failed' | 'cancelled'; code: string; message: string } {
+  if (signal.aborted) return { status: 'cancelled', code: 'cancelled', message: 'The run was stopped' };
+  if (thrown instanceof WorkflowToolError) return { status: 'failed', code: 'tool_failed', message: thrown.message };
+  if (thrown instanceof GraphRecursionError)
+    return {
+      status: 'failed',
+      code: 'step_limit',
+      message: `The run took more than ${RECURSION_LIMIT} steps; check the routers for a loop that never ends`,
+    };
+  return { status: 'failed', code: 'internal_error', message: 'The run failed on an internal error' };
+}
+
+function runView(row: RunRow): RunView {
+  return {
+    run_id: row.id,
+    workflow_id: row.workflow_id,
+    version: row.version,
+    status: row.status,
+    input: row.input,
+    output: row.output,
+    question: row.question,
+    waiting_node: row.waiting_node,
+    path: JSON.parse(row.path) as string[],
+    error: row.error,
+    created_at: row.created_at,
+    updated_at: row.updated_at,
+  };
+}

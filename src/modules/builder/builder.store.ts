@@ -1,0 +1,172 @@
+import type { Kysely, Selectable, Transaction } from 'kysely';
+import type { Database } from '../../db/database.js';
+import type { RunStatus, WorkflowRunsTable, WorkflowVersionsTable, WorkflowsTable } from './builder.tables.js';
+
+export type Executor = Kysely<Database> | Transaction<Database>;
+export type WorkflowRow = Selectable<WorkflowsTable>;
+export type VersionRow = Selectable<WorkflowVersionsTable>;
+export type RunRow = Selectable<WorkflowRunsTable>;
+
+export function findWorkflow(db: Executor, id: string): Promise<WorkflowRow | undefined> {
+  return db.selectFrom('workflows').selectAll().where('id', '=', id).executeTakeFirst();
+}
+
+export async function insertWorkflow(db: Executor, row: WorkflowRow, version: VersionRow, tags: string[]) {
+  await db.insertInto('workflows').values(row).execute();
+  await db.insertInto('workflow_versions').values(version).execute();
+  await replaceTags(db, row.id, tags);
+}
+
+/** Adds the next version and makes it current; false when `expected` is no longer the current version. */
+export async function appendVersion(
+  db: Executor,
+  version: VersionRow,
+  name: string,
+  tags: string[],
+  expected: number,
+): Promise<boolean> {
+  const updated = await db
+    .updateTable('workflows')
+    .set({ current_version: version.version, name, updated_at: version.created_at })
+    .where('id', '=', version.workflow_id)
+    .where('current_version', '=', expected)
+    .executeTakeFirst();
+  if (Number(updated.numUpdatedRows) !== 1) return false;
+  await db.insertInto('workflow_versions').values(version).execute();
+  await replaceTags(db, version.workflow_id, tags);
+  return true;
+}
+
+async function replaceTags(db: Executor, workflowId: string, tags: string[]): Promise<void> {
+  await db.deleteFrom('workflow_tags').where('workflow_id', '=', workflowId).execute();
+  if (tags.length > 0)
+    await db
+      .insertInto('workflow_tags')
+      .values(tags.map((tag) => ({ workflow_id: workflowId, tag })))
+      .execute();
+}
+
+export function findVersion(db: Executor, workflowId: string, version: number): Promise<VersionRow | undefined> {
+  return db
+    .selectFrom('workflow_versions')
+    .selectAll()
+    .where('workflow_id', '=', workflowId)
+    .where('version', '=', version)
+    .executeTakeFirst();
+}
+
+export function listVersions(db: Executor, workflowId: string): Promise<VersionRow[]> {
+  return db
+    .selectFrom('workflow_versions')
+    .selectAll()
+    .where('workflow_id', '=', workflowId)
+    .orderBy('version', 'desc')
+    .execute();
+}
+
+/** Workflows among `ids` (those the caller may see), most recently saved first, with their current definition. */
+export async function listWorkflows(
+  db: Executor,
+  ids: string[],
+  options: { limit: number; offset: number; tag?: string | undefined },
+): Promise<{ rows: (WorkflowRow & { definition: string })[]; total: number }> {
+  if (ids.length === 0) return { rows: [], total: 0 };
+  let query = db
+    .selectFrom('workflows as w')
+    .innerJoin('workflow_versions as v', (join) =>
+      join.onRef('v.workflow_id', '=', 'w.id').onRef('v.version', '=', 'w.current_version'),
+    )
+    .where('w.id', 'in', ids);
+  if (options.tag !== undefined) {
+    const tag = options.tag;
+    query = query.where((eb) =>
+      eb.exists(
+        eb
+          .selectFrom('workflow_tags as t')
+          .select('t.tag')
+          .whereRef('t.workflow_id', '=', 'w.id')
+          .where('t.tag', '=', tag),
+      ),
+    );
+  }
+  const [rows, count] = await Promise.all([
+    query
+      .selectAll('w')
+      .select('v.definition')
+      .orderBy('w.updated_at', 'desc')
+      .orderBy('w.id')
+      .limit(options.limit)
+      .offset(options.offset)
+      .execute(),
+    query.select((eb) => eb.fn.countAll<number>().as('n')).executeTakeFirstOrThrow(),
+  ]);
+  return { rows, total: Number(count.n) };
+}
+
+export async function deleteWorkflow(db: Executor, id: string): Promise<void> {
+  await db.deleteFrom('workflow_runs').where('workflow_id', '=', id).execute();
+  await db.deleteFrom('workflow_versions').where('workflow_id', '=', id).execute();
+  await db.deleteFrom('workflow_tags').where('workflow_id', '=', id).execute();
+  await db.deleteFrom('workflows').where('id', '=', id).execute();
+}
+
+export function workflowIdsOwnedBy(db: Executor, owner: string): Promise<string[]> {
+  return db
+    .selectFrom('workflows')
+    .select('id')
+    .where('owner', '=', owner)
+    .execute()
+    .then((rows) => rows.map((r) => r.id));
+}
+
+export function runIdsOf(db: Executor, workflowId: string): Promise<string[]> {
+  return db
+    .selectFrom('workflow_runs')
+    .select('id')
+    .where('workflow_id', '=', workflowId)
+    .execute()
+    .then((rows) => rows.map((r) => r.id));
+}
+
+export async function insertRun(db: Executor, row: RunRow): Promise<void> {
+  await db.insertInto('workflow_runs').values(row).execute();
+}
+
+export function findRun(db: Executor, workflowId: string, runId: string): Promise<RunRow | undefined> {
+  return db
+    .selectFrom('workflow_runs')
+    .selectAll()
+    .where('id', '=', runId)
+    .where('workflow_id', '=', workflowId)
+    .executeTakeFirst();
+}
+
+export function listRuns(db: Executor, workflowId: string, limit: number): Promise<RunRow[]> {
+  return db
+    .selectFrom('workflow_runs')
+    .selectAll()
+    .where('workflow_id', '=', workflowId)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(limit)
+    .execute();
+}
+
+export async function updateRun(
+  db: Executor,
+  id: string,
+  changes: Partial<Omit<RunRow, 'id' | 'workflow_id' | 'version' | 'started_by' | 'created_at'>>,
+): Promise<void> {
+  await db.updateTable('workflow_runs').set(changes).where('id', '=', id).execute();
+}
+
+/** Moves a run from one status to another, only if it is still in the first: false when someone else got there. */
+export async function claimRun(db: Executor, id: string, from: RunStatus, to: RunStatus, at: string): Promise<boolean> {
+  const result = await db
+    .updateTable('workflow_runs')
+    .set({ status: to, updated_at: at })
+    .where('id', '=', id)
+    .where('status', '=', from)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}

@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import type { RunView } from '../src/modules/builder/index.js';
+import { type ToolContext, defineTool, textResult } from '../src/mcp/tools.js';
+
+/** A run as a tool result: the answer when it ended, the question when it waits, the error when it failed. */
+function runResult(run: RunView) {
+  const structured = { ...run };
+  if (run.status === 'waiting')
+    return textResult(
+      `The workflow is waiting at "${run.waiting_node}": ${run.question} ` +
+        `Answer with workflow_resume (workflow_id ${run.workflow_id}, run_id ${run.run_id}).`,
+      structured,
+    );
+  if (run.status === 'completed') return textResult(run.output ?? '', structured);
+  return {
+    content: [{ type: 'text' as const, text: `The run ${run.status}: ${run.error ?? 'no reason given'}` }],
+    structuredContent: structured,
+    isError: true,
+  };
+}
+
+/** Runs one of the caller's builder workflows, to its end or its first human question. */
+export const workflowRun = defineTool({
+  name: 'workflow_run',
+  title: 'Run a workflow',
+  description:
+    'Run a workflow from the builder (one you may run) on an input. Answers its output, or the question a human ' +
+    'step asks, which workflow_resume answers.',
+  inputSchema: {
+    workflow_id: z.string().min(1).max(64).describe('The workflow to run'),
+    input: z.string().max(20_000).default('').describe('What the run starts from (the first user message)'),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  // A workflow's agents call tools themselves; letting the agent start workflows would nest runs without bound.
+  forAgent: false,
+  handler: async ({ workflow_id, input }, context: ToolContext) => {
+    const handle = await context.workflows.start(context.caller, workflow_id, { input });
+    return runResult(await context.workflows.complete(handle, context.signal));
+  },
+});
+
+/** Answers the question a waiting run asks, and lets it go on. */
+export const workflowResume = defineTool({
+  name: 'workflow_resume',
+  title: 'Answer a waiting workflow',
+  description: 'Answer the question a waiting workflow run asks (see workflow_run), and let the run go on.',
+  inputSchema: {
+    workflow_id: z.string().min(1).max(64).describe('The workflow of the run'),
+    run_id: z.string().min(1).max(64).describe('The waiting run'),
+    answer: z.string().max(20_000).describe('The answer to its question'),
+  },
+  annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
+  forAgent: false,
+  handler: async ({ workflow_id, run_id, answer }, context: ToolContext) => {
+    const handle = await context.workflows.resume(context.caller, workflow_id, run_id, answer);
+    return runResult(await context.workflows.complete(handle, context.signal));
+  },
+});
