@@ -3,9 +3,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeOpenAi } from '../fakes/openai.js';
 import { closeAfterEach } from '../helpers/app.js';
 import { type SignedIn, startTestClient } from '../helpers/client.js';
 import { sdkTransports } from '../helpers/mcp.js';
+import { createPostgresDatabase, describeWithService, probePostgres } from '../helpers/services.js';
 import { type Json, linear, reviewedResearch, streamFrom } from './helpers.js';
 
 // The model is the service's offline model: deterministic, and it calls search_web when asked to "search for" something.
@@ -117,6 +119,25 @@ describe('running a workflow', () => {
     expect(runs.body).toEqual([expect.objectContaining({ run_id: runId, status: 'completed', path: end.data.path })]);
   });
 
+  it("asks for the model an agent node names, with the node's system prompt (model: a fake OpenAI-compatible API)", async () => {
+    const fake = closing(await startFakeOpenAi(['main-model', 'other-model']));
+    const { builder, alice } = await setUp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'main-model' });
+    const workflow = linear();
+    (workflow.nodes[1]!.data as Json).model = 'other-model';
+    const id = await createWorkflow(alice, workflow);
+    const run = await builder.post(`/api/builder/workflows/${id}/run`, { input: 'Hello' });
+    expect(run.body).toMatchObject({ status: 'completed' });
+    const completions = fake.requests.filter((r) => r.path === '/v1/chat/completions');
+    expect(completions).toHaveLength(1);
+    expect(completions[0]!.body).toMatchObject({
+      model: 'other-model',
+      messages: [
+        { role: 'system', content: 'Be brief.' },
+        { role: 'user', content: 'Hello' },
+      ],
+    });
+  });
+
   it('takes the default branch when no condition holds', async () => {
     const { app, alice } = await setUp();
     const id = await createWorkflow(alice, reviewedResearch());
@@ -177,6 +198,38 @@ describe('a paused run survives a restart (SQLite file)', () => {
       status: 'completed',
       path: ['start', 'research', 'needs_search', 'review', 'decide', 'end'],
     });
+  });
+});
+
+describeWithService('a paused run resumes on another instance (PostgreSQL)', await probePostgres(), () => {
+  let database: { url: string; drop: () => Promise<void> };
+  beforeAll(async () => {
+    database = await createPostgresDatabase();
+  });
+  afterAll(async () => {
+    await database?.drop();
+  });
+
+  it('pauses on one instance and ends on a second one that shares the database', async () => {
+    const env = { DATABASE_URL: database.url };
+    const one = await setUp(env);
+    const two = await setUp(env);
+    const id = await createWorkflow(one.alice, reviewedResearch());
+    const paused = await streamFrom(one.app, one.alice, `/api/builder/workflows/${id}/run`, { input: 'search for x' });
+    const runId = paused.events[0]!.data.run_id as string;
+    expect(paused.events.at(-1)).toMatchObject({ data: { status: 'waiting' } });
+
+    const bob = await two.client.as('bob');
+    const done = await streamFrom(two.app, two.alice, `/api/builder/workflows/${id}/runs/${runId}/resume`, {
+      answer: 'ok',
+    });
+    expect(started(done.events)).toEqual(['review', 'decide', 'end']);
+    expect(done.events.at(-1)!.data).toMatchObject({
+      status: 'completed',
+      path: ['start', 'research', 'needs_search', 'lookup', 'review', 'decide', 'end'],
+    });
+    // Another user of that instance still sees nothing of it.
+    expect((await bob.at('builder').get(`/api/builder/workflows/${id}/runs/${runId}`)).status).toBe(404);
   });
 });
 

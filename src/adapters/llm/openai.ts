@@ -175,7 +175,7 @@ async function* streamOpenAi(
 function toRequestBody(model: string, request: CompletionRequest): ChatCompletionCreateParamsStreaming {
   const tools = request.tools ?? [];
   return {
-    model,
+    model: request.model ?? model,
     messages: request.messages.map(toOpenAiMessage),
     stream: true,
     stream_options: { include_usage: true },

@@ -40,6 +40,8 @@ export type LlmEvent =
 
 export interface CompletionRequest {
   messages: ChatMessage[];
+  /** Another model of the same provider than the configured one (a workflow's agent node may name one). */
+  model?: string;
   tools?: ToolSpec[];
   /** Cancels the request; the stream then rejects with an AbortError. */
   signal?: AbortSignal;

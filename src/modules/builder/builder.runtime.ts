@@ -52,6 +52,7 @@ export function serviceRuntime(deps: { llm: LlmProvider; tools: WorkflowTools },
         let calls: ToolCall[] = [];
         for await (const event of deps.llm.stream({
           messages,
+          ...(request.model && { model: request.model }),
           ...(offerTools && { tools }),
           ...(config.signal && { signal: config.signal }),
         })) {
