@@ -159,7 +159,7 @@ function planRouter(id: string, out: Workflow['edges'], fail: (message: string) 
     }
     return [{ target: e.target, condition, expr: parsed.expr }];
   });
-  return { branches, fallback: fallback?.target ?? '' };
+  return { branches, fallback: fallback.target };
 }
 
 /** Where a router goes in this state: the first branch whose condition holds, else its default. */

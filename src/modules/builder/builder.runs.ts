@@ -7,7 +7,7 @@ import type { Database } from '../../db/database.js';
 import type { Logger } from '../../logger.js';
 import type { Caller } from '../../ports/caller.js';
 import { subjectOf } from '../../ports/subjects.js';
-import { RECURSION_LIMIT, compileWorkflow, initialState } from '../../../workflows/compile.js';
+import { RECURSION_LIMIT, WorkflowCompileError, compileWorkflow, initialState } from '../../../workflows/compile.js';
 import type { HumanQuestion } from '../../../workflows/runtime.js';
 import type { NodeType } from '../../../workflows/schema.js';
 import { invalidWorkflow, runNotFound, runNotWaiting } from './builder.errors.js';
@@ -226,6 +226,9 @@ function failureOf(
 ): { status: 'failed' | 'cancelled'; code: string; message: string } {
   if (signal.aborted) return { status: 'cancelled', code: 'cancelled', message: 'The run was stopped' };
   if (thrown instanceof WorkflowToolError) return { status: 'failed', code: 'tool_failed', message: thrown.message };
+  // Validation admits only what compiles; a version saved under older rules may still not.
+  if (thrown instanceof WorkflowCompileError)
+    return { status: 'failed', code: 'invalid_workflow', message: thrown.message };
   if (thrown instanceof GraphRecursionError)
     return {
       status: 'failed',

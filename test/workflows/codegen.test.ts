@@ -1,0 +1,754 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import { Command, MemorySaver } from '@langchain/langgraph';
+import ts from 'typescript';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createOfflineLlm } from '../../src/adapters/llm/offline.js';
+import { generateCode } from '../../workflows/codegen/index.js';
+import { generatePython } from '../../workflows/codegen/python.js';
+import { generateTypeScript } from '../../workflows/codegen/typescript.js';
+import {
+  type CompiledWorkflow,
+  WorkflowCompileError,
+  compileWorkflow,
+  initialState,
+  planWorkflow,
+} from '../../workflows/compile.js';
+import { evaluate, fillArgs, parseExpression, scopeOf, truthy } from '../../workflows/expression.js';
+import type { AgentRequest, ToolRequest, WorkflowRuntime } from '../../workflows/runtime.js';
+import { type Workflow, parseWorkflow } from '../../workflows/schema.js';
+import { type Availability, describeWithService } from '../helpers/services.js';
+
+const ROOT = fileURLToPath(new URL('../..', import.meta.url));
+
+// Agent nodes answer with the real offline model. Tools are in-process functions here: a small table standing in
+// for the MCP tools the service's runtime would call.
+const TOOLS: Record<string, (args: Record<string, unknown>) => string> = {
+  lookup: (args) => `found ${JSON.stringify(args)}`,
+};
+
+type RuntimeCall = { agent: Omit<AgentRequest, 'messages'> & { messages: number } } | { tool: ToolRequest };
+
+/** The runtime both the compiled graph and the generated module run with; it records what they asked of it. */
+function recordingRuntime(): WorkflowRuntime & { calls: RuntimeCall[] } {
+  const llm = createOfflineLlm();
+  const calls: RuntimeCall[] = [];
+  return {
+    calls,
+    async agent(request) {
+      calls.push({ agent: { ...request, messages: request.messages.length } });
+      const messages = [
+        { role: 'system' as const, content: request.systemPrompt },
+        ...request.messages.map(({ role, content }) => ({ role, content })),
+      ];
+      return (await llm.complete({ messages })).text;
+    },
+    callTool(request) {
+      calls.push({ tool: request });
+      const tool = TOOLS[request.tool];
+      return tool ? Promise.resolve(tool(request.args)) : Promise.reject(new Error(`no tool ${request.tool}`));
+    },
+  };
+}
+
+type EdgeSpec = [source: string, target: string, condition?: string];
+
+function workflow(name: string, nodes: unknown[], edges: EdgeSpec[]): Workflow {
+  return parseWorkflow({
+    name,
+    nodes,
+    edges: edges.map(([source, target, condition], i) => ({
+      id: `e${i + 1}`,
+      source,
+      target,
+      ...(condition !== undefined && { data: { condition } }),
+    })),
+  });
+}
+
+/** Text that breaks naive quoting in TypeScript, Python, comments and docstrings alike. */
+const HOSTILE = 'Say "hi" & \'bye\' \\ back\\nslash ${x} `tick` """ triple\'\'\' */ ünï 中文 😀 \u2028\t\u0000 end "';
+
+// Answer text that must reach a condition intact: quotes of both kinds, a backslash, `${`, a comment's end.
+const TRICKY = `'tricky' "quoted" \\ $` + '{x} */';
+
+/** A string literal of the expression language. */
+const expressionString = (text: string): string => `'${text.replace(/[\\']/g, '\\$&')}'`;
+
+/** A draft–lookup–review loop with ids that are not identifiers and hostile text everywhere users write it. */
+const SUPPORT = workflow(
+  'Support "desk" flow',
+  [
+    { id: 'start', type: 'start', data: { label: 'Start' } },
+    {
+      id: 'draft-reply',
+      type: 'agent',
+      data: { label: `Draft ${HOSTILE}`, system_prompt: HOSTILE, tools: ['lookup'], model: 'model-"x"' },
+    },
+    {
+      id: 'look-up',
+      type: 'tool',
+      data: {
+        tool: 'lookup',
+        args: JSON.parse(
+          JSON.stringify({
+            query: '{{ input }}',
+            draft: '{{ state["draft-reply"] }}',
+            text: `${HOSTILE} {{ review }}!`,
+            nested: { list: ['{{ missing }}', HOSTILE, 3, true, null], n: 1.5 },
+            bad: '{{ unclosed',
+          }),
+        ) as Record<string, unknown>,
+      },
+    },
+    { id: 'review', type: 'human', data: { label: 'Review', question: HOSTILE } },
+    { id: 'decide', type: 'router' },
+    { id: 'escalate', type: 'end' },
+    { id: 'done', type: 'end' },
+  ],
+  [
+    ['start', 'draft-reply'],
+    ['draft-reply', 'look-up'],
+    ['look-up', 'review'],
+    ['review', 'decide'],
+    ['decide', 'draft-reply', 'review == "again"'],
+    ['decide', 'escalate', `review contains ${expressionString(TRICKY)}`],
+    ['decide', 'done'],
+  ],
+);
+
+/** Tool arguments with an own `__proto__` key (JSON can carry one; an object literal cannot). */
+const PROTO_ARGS = '{"__proto__": "{{ input }}", "constructor": 1}';
+
+/**
+ * A workflow whose tool arguments have an own `__proto__` key. The schema drops such a key, so it is set after
+ * parsing: generated code must still keep it an argument rather than a prototype.
+ */
+const PROTO = ((): Workflow => {
+  const wf = workflow(
+    'proto',
+    [
+      { id: 'start', type: 'start' },
+      { id: 'call_it', type: 'tool', data: { tool: 'lookup' } },
+      { id: 'end', type: 'end' },
+    ],
+    [
+      ['start', 'call_it'],
+      ['call_it', 'end'],
+    ],
+  );
+  const args = JSON.parse(PROTO_ARGS) as Record<string, unknown>;
+  return { ...wf, nodes: wf.nodes.map((n) => (n.type === 'tool' ? { ...n, data: { ...n.data, args } } : n)) };
+})();
+
+/** Ids whose derived names collide (`a-b` and `a_b`), and a router id that would make `routeX` twice. */
+const COLLIDING = workflow(
+  'colliding names',
+  [
+    { id: 'start', type: 'start' },
+    { id: 'a-b', type: 'agent' },
+    { id: 'a_b', type: 'agent' },
+    { id: 'x', type: 'router' },
+    { id: 'X', type: 'router' },
+    { id: 'end', type: 'end' },
+  ],
+  [
+    ['start', 'a-b'],
+    ['a-b', 'a_b'],
+    ['a_b', 'x'],
+    ['x', 'X'],
+    ['X', 'end'],
+  ],
+);
+
+const CONDITIONS = [
+  'flag',
+  'not flag',
+  '!flag',
+  'count > 2',
+  'count >= 2',
+  'count < 2.5',
+  'count <= -1',
+  'count == 3',
+  'count == "3"',
+  'flag == 1',
+  'name == "Ann"',
+  "name != 'Ann'",
+  'name < "B"',
+  'name > 3',
+  'tags contains "x"',
+  'tags contains 3',
+  'name contains "n"',
+  'profile contains "age"',
+  'profile.age == 30',
+  'profile["age"] >= 18 && flag',
+  'tags[0] == "x"',
+  'tags[5] == null',
+  'nested.list[1].v == true',
+  'nested == nested',
+  'missing',
+  'missing == null',
+  'flag || count > 2',
+  '(flag or count > 2) and not (name == "Bob")',
+  'not (flag and count)',
+  'flag and count or name',
+  'name or flag and count > 2',
+  'not not flag',
+  'input contains "hello"',
+  'messages[0].content == input',
+  'output',
+  'state.output == "done"',
+  'state contains "output"',
+  '0',
+  'true',
+  'null',
+  "'\"quoted\" \\\\ ${x} */' contains '\"'",
+];
+
+const SCOPES: { input: string; vars: Record<string, unknown> }[] = [
+  { input: 'hello world', vars: {} },
+  {
+    input: 'say hello',
+    vars: {
+      flag: true,
+      count: 3,
+      name: 'Ann',
+      tags: ['x', 'y'],
+      profile: { age: 30 },
+      nested: { list: [{ v: false }, { v: true }] },
+    },
+  },
+  { input: 'bye', vars: { flag: false, count: 0, name: 'bob', tags: [], profile: {}, output: 'done' } },
+  { input: '', vars: { flag: 1, count: 2, name: '', tags: ['y'], profile: { age: '30' }, nested: { list: [] } } },
+  { input: 'HELLO', vars: { flag: 'yes', count: -1, name: 'Ann', tags: [3, 'x'], profile: null, output: 0 } },
+  { input: 'hello', vars: { count: 2.5, name: 'B', flag: [], output: null, nested: { list: [1, { v: 1 }] } } },
+];
+
+/** One router per condition, in a chain: `cN` goes to `yN` when its condition holds, else to `nN`. */
+const CHAIN = workflow(
+  'conditions',
+  [
+    { id: 'start', type: 'start' },
+    ...CONDITIONS.flatMap((_, i) => [
+      { id: `c${i}`, type: 'router' },
+      { id: `y${i}`, type: 'router' },
+      { id: `n${i}`, type: 'router' },
+    ]),
+    { id: 'end', type: 'end' },
+  ],
+  [
+    ['start', 'c0'],
+    ...CONDITIONS.flatMap((condition, i): EdgeSpec[] => {
+      const next = i === CONDITIONS.length - 1 ? 'end' : `c${i + 1}`;
+      return [
+        [`c${i}`, `y${i}`, condition],
+        [`c${i}`, `n${i}`],
+        [`y${i}`, next],
+        [`n${i}`, next],
+      ];
+    }),
+  ],
+);
+
+/** Which branch each condition should take in a scope, by the expression language's own interpreter. */
+function expectedBranches(scope: (typeof SCOPES)[number]): string[] {
+  const values = scopeOf({ input: scope.input, messages: [{ role: 'user', content: scope.input }], vars: scope.vars });
+  return CONDITIONS.map((condition, i) => {
+    const parsed = parseExpression(condition);
+    if (!parsed.ok) throw new Error(`${condition}: ${parsed.message}`);
+    return truthy(evaluate(parsed.expr, values)) ? `y${i}` : `n${i}`;
+  });
+}
+
+interface GeneratedModule {
+  buildWorkflow(runtime: WorkflowRuntime, options?: { checkpointer?: MemorySaver }): CompiledWorkflow;
+  initialState: typeof initialState;
+  RECURSION_LIMIT: number;
+}
+
+interface Run {
+  /** At each pause (and at the end): the path so far and the interrupt's value. */
+  steps: { path: string[]; interrupt: unknown }[];
+  vars: Record<string, unknown>;
+  messages: unknown[];
+  calls: RuntimeCall[];
+}
+
+/** Runs a graph to its end, answering each human question with the next answer. */
+async function run(
+  build: (runtime: WorkflowRuntime) => CompiledWorkflow,
+  start: ReturnType<typeof initialState>,
+  answers: string[],
+): Promise<Run> {
+  const runtime = recordingRuntime();
+  const graph = build(runtime);
+  const config = { configurable: { thread_id: randomUUID() } };
+  const pending = [...answers];
+  let state = await graph.invoke(start, config);
+  const steps: Run['steps'] = [];
+  for (;;) {
+    const snapshot = await graph.getState(config);
+    const interrupt: unknown = snapshot.tasks[0]?.interrupts[0]?.value;
+    steps.push({ path: (snapshot.values as { path: string[] }).path, interrupt });
+    if (interrupt === undefined) break;
+    const answer = pending.shift();
+    if (answer === undefined) throw new Error(`no answer left for ${JSON.stringify(interrupt)}`);
+    state = await graph.invoke(new Command({ resume: answer }), config);
+  }
+  return { steps, vars: state.vars, messages: state.messages, calls: runtime.calls };
+}
+
+describe('generated TypeScript', () => {
+  const dir = path.join(ROOT, 'test', '.generated', randomBytes(6).toString('hex'));
+  const modules = new Map<string, GeneratedModule>();
+  const sources: Record<string, [Workflow, string]> = {
+    support: [SUPPORT, ''],
+    proto: [PROTO, ''],
+    colliding: [COLLIDING, ''],
+    chain: [CHAIN, ''],
+  };
+  let diagnostics: string[] = [];
+
+  beforeAll(async () => {
+    mkdirSync(dir, { recursive: true });
+    const files = Object.entries(sources).map(([key, entry]) => {
+      const generated = generateCode(entry[0], { language: 'typescript', name: key });
+      entry[1] = generated.code;
+      const file = path.join(dir, generated.filename);
+      writeFileSync(file, generated.code);
+      return [key, file] as const;
+    });
+    diagnostics = typeCheck(files.map(([, file]) => file));
+    for (const [key, file] of files) {
+      modules.set(key, (await import(pathToFileURL(file).href)) as GeneratedModule);
+    }
+  }, 120_000);
+
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const moduleOf = (key: string): GeneratedModule => {
+    const loaded = modules.get(key);
+    if (!loaded) throw new Error(`module ${key} was not generated`);
+    return loaded;
+  };
+
+  it("type-checks under the repository's strict options (unused locals and parameters, unchecked indexes)", () => {
+    const options = compilerOptions();
+    expect(options).toMatchObject({
+      strict: true,
+      noUnusedLocals: true,
+      noUnusedParameters: true,
+      noUncheckedIndexedAccess: true,
+      module: ts.ModuleKind.NodeNext,
+    });
+    expect(diagnostics).toEqual([]);
+  });
+
+  it('runs a router, tool, human loop as the compiled graph does: same steps, questions, requests and vars', async () => {
+    const generated = moduleOf('support');
+    const answers = ['again', `it is ${TRICKY} indeed`];
+    const compiled = await run(
+      (runtime) => compileWorkflow(SUPPORT, runtime, { checkpointer: new MemorySaver() }),
+      initialState('Where is my order?'),
+      answers,
+    );
+    const fromCode = await run(
+      (runtime) => generated.buildWorkflow(runtime, { checkpointer: new MemorySaver() }),
+      generated.initialState('Where is my order?'),
+      answers,
+    );
+
+    expect(fromCode).toEqual(compiled);
+    // What both agreed on: the loop ran twice, the hostile question came through intact, the tool got its
+    // arguments filled, and the second answer took the escalation branch.
+    const round = ['draft-reply', 'look-up'];
+    expect(compiled.steps.map((s) => s.path)).toEqual([
+      ['start', ...round],
+      ['start', ...round, 'review', 'decide', ...round],
+      ['start', ...round, 'review', 'decide', ...round, 'review', 'decide', 'escalate'],
+    ]);
+    expect(compiled.steps[0]?.interrupt).toEqual({ node: 'review', question: HOSTILE });
+    const firstTool = compiled.calls.find((c) => 'tool' in c);
+    expect(firstTool && 'tool' in firstTool ? firstTool.tool.args : undefined).toEqual({
+      query: 'Where is my order?',
+      draft: expect.stringMatching(/^Offline model/) as unknown,
+      text: `${HOSTILE} !`,
+      nested: { list: [null, HOSTILE, 3, true, null], n: 1.5 },
+      bad: '{{ unclosed',
+    });
+    expect(compiled.calls.find((c) => 'agent' in c)).toEqual({
+      agent: { node: 'draft-reply', model: 'model-"x"', systemPrompt: HOSTILE, tools: ['lookup'], messages: 1 },
+    });
+    expect(compiled.vars.review).toBe(answers[1]);
+  });
+
+  it('passes an own `__proto__` argument on as an argument, as fillArgs does', async () => {
+    const generated = moduleOf('proto');
+    const compiled = await run(
+      (runtime) => compileWorkflow(PROTO, runtime, { checkpointer: new MemorySaver() }),
+      initialState('cats'),
+      [],
+    );
+    const fromCode = await run(
+      (runtime) => generated.buildWorkflow(runtime, { checkpointer: new MemorySaver() }),
+      generated.initialState('cats'),
+      [],
+    );
+    expect(fromCode).toEqual(compiled);
+    const argsOf = (calls: RuntimeCall[]) => {
+      const [call] = calls;
+      return call && 'tool' in call ? call.tool.args : {};
+    };
+    for (const args of [argsOf(compiled.calls), argsOf(fromCode.calls)]) {
+      expect(Object.keys(args)).toEqual(['__proto__', 'constructor']);
+      expect(Object.getPrototypeOf(args)).toBe(Object.prototype);
+      expect(args).toEqual(fillArgs(JSON.parse(PROTO_ARGS) as Record<string, unknown>, { input: 'cats' }));
+    }
+  });
+
+  it('gives colliding ids distinct function names and runs them all', async () => {
+    const [, code] = sources.colliding ?? [];
+    expect(code).toMatch(/function aBNode\(/);
+    expect(code).toMatch(/function aBNode2\(/);
+    expect(code).toMatch(/function routeX\(/);
+    expect(code).toMatch(/function routeX2\(/);
+    const state = await moduleOf('colliding').buildWorkflow(recordingRuntime()).invoke(initialState('hi'));
+    expect(state.path).toEqual(['start', 'a-b', 'a_b', 'x', 'X', 'end']);
+  });
+
+  it.each(SCOPES.map((scope, i) => [i, scope] as const))(
+    'routes on conditions as the expression interpreter evaluates them (scope %i)',
+    async (_i, scope) => {
+      const expected = expectedBranches(scope);
+      const generated = moduleOf('chain');
+      const fromCode = await generated
+        .buildWorkflow(recordingRuntime())
+        .invoke(generated.initialState(scope.input, scope.vars));
+      const compiled = await compileWorkflow(CHAIN, recordingRuntime()).invoke(initialState(scope.input, scope.vars));
+      const taken = (p: string[]) => p.filter((id) => /^[yn]\d+$/.test(id));
+      expect(taken(fromCode.path)).toEqual(expected);
+      expect(taken(compiled.path)).toEqual(expected);
+    },
+  );
+
+  it('compiles conditions to code rather than interpreting their text', () => {
+    const [, code] = sources.chain ?? [];
+    const branch = (condition: string, test: string) =>
+      `  // ${condition}\n  if (${test}) return "y${CONDITIONS.indexOf(condition)}";`;
+    expect(code).toContain(branch('flag', 'truthy(get(state, ["flag"]))'));
+    expect(code).toContain(branch('not flag', '!truthy(get(state, ["flag"]))'));
+    expect(code).toContain(branch('count > 2', 'compare(">", get(state, ["count"]), 2)'));
+    expect(code).toContain(branch("name != 'Ann'", '!equals(get(state, ["name"]), "Ann")'));
+    expect(code).toContain(branch('profile.age == 30', 'equals(get(state, ["profile", "age"]), 30)'));
+    expect(code).toContain(branch('tags[0] == "x"', 'equals(get(state, ["tags", 0]), "x")'));
+    expect(code).toContain(branch('state contains "output"', 'contains(get(state, []), "output")'));
+    expect(code).toContain(
+      [
+        '  // flag and count or name',
+        '  if (',
+        '    (truthy(get(state, ["flag"])) && truthy(get(state, ["count"]))) ||',
+        '    truthy(get(state, ["name"]))',
+        '  )',
+        `    return "y${CONDITIONS.indexOf('flag and count or name')}";`,
+      ].join('\n'),
+    );
+    expect(code).not.toMatch(/parseExpression|evaluate|eval\(/);
+  });
+
+  it('declares the runtime interface and only the helpers it uses', () => {
+    const [, code] = sources.colliding ?? [];
+    for (const declaration of ['interface WorkflowMessage', 'interface AgentRequest', 'interface ToolRequest']) {
+      expect(code).toContain(`export ${declaration}`);
+    }
+    expect(code).toContain('export interface WorkflowRuntime');
+    expect(code).not.toMatch(/function (get|truthy|equals|compare|contains|toText)\(/);
+    expect(code).not.toContain('interrupt');
+    expect(moduleOf('colliding').RECURSION_LIMIT).toBe(100);
+  });
+
+  it('writes code Prettier leaves as it is', async () => {
+    const prettier = await import('prettier');
+    for (const [key, [, code]] of Object.entries(sources)) {
+      const formatted = await prettier.format(code, { parser: 'typescript' });
+      expect(formatted, key).toBe(code);
+    }
+  });
+});
+
+describe('generated code', () => {
+  it('is named after the module name, in each language', () => {
+    expect(generateCode(SUPPORT, { language: 'python', name: 'Research flow' }).filename).toBe('research_flow.py');
+    expect(generateCode(SUPPORT, { language: 'typescript', name: 'Research flow' }).filename).toBe('research-flow.ts');
+    expect(generateCode(SUPPORT, { language: 'typescript' }).filename).toBe('support-desk-flow.ts');
+    expect(generateCode(SUPPORT, { language: 'python', name: '2nd Übersicht' }).filename).toBe(
+      'workflow_2nd_ubersicht.py',
+    );
+    const generated = generateCode(SUPPORT, { language: 'typescript', name: 'Research flow' });
+    expect(generated.language).toBe('typescript');
+    expect(generated.code).toMatch(
+      /^\/\*\*\n \* research-flow: the workflow "Support "desk" flow" as a LangGraph graph\./,
+    );
+    expect(generatePython(SUPPORT)).toMatch(/^"""support_desk_flow: the workflow "Support "desk" flow" as a/);
+  });
+
+  it('refuses, as compileWorkflow does, a workflow no graph can express', () => {
+    const broken = workflow(
+      'broken',
+      [
+        { id: 'start', type: 'start' },
+        { id: 'r', type: 'router' },
+      ],
+      [['start', 'r']],
+    );
+    expect(() => generateTypeScript(broken)).toThrow(WorkflowCompileError);
+    expect(() => generatePython(broken)).toThrow(/router "r" has 0 edges without a condition/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------------------------
+// Python: parsed by Python itself, checked by pyflakes, its graph compared with the plan, and its routing and
+// argument filling run against a stand-in for the langgraph package (LangGraph for Python is not installed here).
+
+const PYTHON = '/usr/bin/python3';
+
+function probePython(): Availability {
+  const probe = spawnSync(PYTHON, ['-m', 'pyflakes', '--version'], { encoding: 'utf8' });
+  if (probe.status === 0) return { available: true, reason: '' };
+  return {
+    available: false,
+    reason:
+      `${PYTHON} -m pyflakes is not available (apt-get install python3-pyflakes): ${probe.stderr || probe.error?.message || ''}`.trim(),
+  };
+}
+
+/** Reads a module's syntax tree in Python: its top-level functions and the graph calls in `build_workflow`. */
+const SUMMARIZE = `
+import ast, json, sys
+tree = ast.parse(sys.stdin.read())
+defs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
+calls = []
+for node in ast.walk(tree):
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and isinstance(node.func.value, ast.Name) and node.func.value.id == "graph":
+        args = []
+        for arg in node.args:
+            if isinstance(arg, ast.Constant):
+                args.append(arg.value)
+            elif isinstance(arg, ast.Name):
+                args.append({"name": arg.id})
+            elif isinstance(arg, ast.Lambda):
+                args.append({"lambda": arg.body.func.id})
+            else:
+                args.append(ast.literal_eval(arg))
+        calls.append([node.func.attr, args])
+print(json.dumps({"defs": defs, "calls": calls}))
+`;
+
+/** A stand-in `langgraph` package that records the graph and answers `interrupt` with a fixed answer. */
+const STUB: Record<string, string> = {
+  'langgraph/__init__.py': '',
+  'langgraph/graph.py': `
+START = "__start__"
+END = "__end__"
+
+class StateGraph:
+    def __init__(self, schema):
+        self.nodes, self.edges, self.branches = {}, [], {}
+
+    def add_node(self, name, fn):
+        self.nodes[name] = fn
+
+    def add_edge(self, source, target):
+        self.edges.append((source, target))
+
+    def add_conditional_edges(self, source, route, targets):
+        self.branches[source] = (route, targets)
+
+    def compile(self, checkpointer=None):
+        return self
+
+    def with_config(self, **config):
+        self.config = config
+        return self
+`,
+  'langgraph/types.py': `
+def interrupt(value):
+    return "answer"
+`,
+};
+
+/** Loads a generated module with the stand-in, routes each scope and calls each tool node; prints JSON. */
+const DRIVE = `
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("generated", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+
+class Runtime:
+    def __init__(self):
+        self.calls = []
+    def agent(self, **request):
+        return "agent answer"
+    def call_tool(self, **request):
+        self.calls.append(request)
+        return "tool result"
+
+runtime = Runtime()
+graph = module.build_workflow(runtime)
+cases = json.load(sys.stdin)
+out = {"recursion_limit": graph.config["recursion_limit"], "routes": [], "tools": []}
+for case in cases:
+    state = module.initial_state(case["input"], case["vars"])
+    out["routes"].append({source: route(state) for source, (route, _) in graph.branches.items()})
+    for name, fn in graph.nodes.items():
+        update = fn(state)
+        if name in case.get("tools", []):
+            out["tools"].append([runtime.calls[-1]["args"], update])
+print(json.dumps(out))
+`;
+
+describeWithService('generated Python', probePython(), () => {
+  const dir = path.join(ROOT, 'test', '.generated', randomBytes(6).toString('hex'));
+  const python = (args: string[], input: string) =>
+    execFileSync(PYTHON, args, { input, encoding: 'utf8', env: { ...process.env, PYTHONPATH: dir } });
+
+  beforeAll(() => {
+    for (const [file, source] of Object.entries(STUB)) {
+      mkdirSync(path.dirname(path.join(dir, file)), { recursive: true });
+      writeFileSync(path.join(dir, file), source);
+    }
+  });
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+  const write = (wf: Workflow, name: string) => {
+    const { filename, code } = generateCode(wf, { language: 'python', name });
+    const file = path.join(dir, filename);
+    writeFileSync(file, code);
+    return { file, code };
+  };
+
+  it.each([
+    ['support', SUPPORT],
+    ['proto', PROTO],
+    ['colliding', COLLIDING],
+    ['chain', CHAIN],
+  ])('%s: parses, pleases pyflakes, and builds the planned graph with one function per node', (name, wf) => {
+    const { file, code } = write(wf, name);
+    const summary = JSON.parse(python(['-c', SUMMARIZE], code)) as {
+      defs: string[];
+      calls: [string, (string | { name: string } | { lambda: string } | string[])[]][];
+    };
+    const lint = spawnSync(PYTHON, ['-m', 'pyflakes', file], { encoding: 'utf8' });
+    expect(lint.stdout + lint.stderr).toBe('');
+    expect(lint.status).toBe(0);
+
+    const plan = planWorkflow(wf);
+    const added = summary.calls.filter(([method]) => method === 'add_node').map(([, args]) => args);
+    expect(added.map(([id]) => id)).toEqual(plan.nodes.map((n) => n.id));
+    const functions = added.map(([, fn]) =>
+      typeof fn === 'object' && 'name' in fn ? fn.name : (fn as { lambda: string }).lambda,
+    );
+    expect(new Set(functions).size).toBe(plan.nodes.length);
+    for (const fn of functions) expect(summary.defs).toContain(fn);
+    expect(summary.defs.filter((d) => d.endsWith('_node') || /_node_\d+$/.test(d))).toHaveLength(plan.nodes.length);
+
+    const edges = summary.calls.filter(([method]) => method === 'add_edge').map(([, args]) => args);
+    expect(edges).toEqual([
+      [{ name: 'START' }, plan.start],
+      ...plan.edges,
+      ...plan.nodes.filter((n) => n.type === 'end').map((n) => [n.id, { name: 'END' }]),
+    ]);
+    const branches = summary.calls
+      .filter(([method]) => method === 'add_conditional_edges')
+      .map(([, [id, , targets]]) => [id, targets]);
+    expect(branches).toEqual(
+      [...plan.routers].map(([id, r]) => [id, [...new Set([...r.branches.map((b) => b.target), r.fallback])]]),
+    );
+  });
+
+  it('keeps to PEP 8 line lengths (79 columns) where the text allows', () => {
+    for (const [name, wf] of [
+      ['colliding', COLLIDING],
+      ['chain', CHAIN],
+      ['proto', PROTO],
+    ] as const) {
+      const { code } = write(wf, name);
+      expect(code.split('\n').filter((l) => l.length > 79)).toEqual([]);
+    }
+  });
+
+  it('routes on conditions as the expression interpreter evaluates them', () => {
+    const { file } = write(CHAIN, 'chain');
+    const out = JSON.parse(python(['-c', DRIVE, file], JSON.stringify(SCOPES))) as {
+      recursion_limit: number;
+      routes: Record<string, string>[];
+    };
+    expect(out.recursion_limit).toBe(100);
+    SCOPES.forEach((scope, i) => {
+      const routes = out.routes[i] ?? {};
+      expect(CONDITIONS.map((_, c) => routes[`c${c}`])).toEqual(expectedBranches(scope));
+    });
+  });
+
+  it('fills tool arguments as fillArgs does, hostile text and an own __proto__ key included', () => {
+    for (const [name, wf, node] of [
+      ['support', SUPPORT, 'look-up'],
+      ['proto', PROTO, 'call_it'],
+    ] as const) {
+      const { file } = write(wf, name);
+      const scope = { input: 'Where?', vars: { review: 'again', 'draft-reply': HOSTILE } };
+      const out = JSON.parse(python(['-c', DRIVE, file], JSON.stringify([{ ...scope, tools: [node] }]))) as {
+        tools: [Record<string, unknown>, { vars: Record<string, unknown>; messages: unknown[] }][];
+      };
+      const args = (wf.nodes.find((n) => n.id === node)?.data as { args: Record<string, unknown> }).args;
+      const [filled, update] = out.tools[0] ?? [];
+      const values = scopeOf({
+        input: scope.input,
+        messages: [{ role: 'user', content: scope.input }],
+        vars: scope.vars,
+      });
+      expect(filled).toEqual(fillArgs(args, values));
+      expect(update?.vars).toEqual({ [node]: 'tool result', output: 'tool result' });
+    }
+  });
+
+  it('keeps hostile text exact in its string literals', () => {
+    const { file } = write(SUPPORT, 'support');
+    const literal = `
+import importlib.util, json, sys
+spec = importlib.util.spec_from_file_location("generated", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+class Runtime:
+    def agent(self, **request):
+        print(json.dumps(request["system_prompt"]))
+        return "x"
+graph = module.build_workflow(Runtime())
+graph.nodes["draft-reply"](module.initial_state("x"))
+print(json.dumps(graph.nodes["review"](module.initial_state("x"))))
+`;
+    const [prompt, review] = python(['-c', literal, file], '').trim().split('\n');
+    expect(JSON.parse(prompt ?? '')).toBe(HOSTILE);
+    expect(JSON.parse(review ?? '')).toMatchObject({ vars: { review: 'answer' } });
+  });
+});
+
+/** The repository's compiler options (tsconfig.json), without output. */
+function compilerOptions(): ts.CompilerOptions {
+  const configFile = ts.readConfigFile(path.join(ROOT, 'tsconfig.json'), (p) => ts.sys.readFile(p));
+  const parsed = ts.parseJsonConfigFileContent(configFile.config, ts.sys, ROOT);
+  return { ...parsed.options, noEmit: true };
+}
+
+/** Type-checks files with the repository's compiler options: diagnostics as `file:line: message`. */
+function typeCheck(files: string[]): string[] {
+  const program = ts.createProgram(files, compilerOptions());
+  return ts.getPreEmitDiagnostics(program).map((d) => {
+    const where = d.file
+      ? `${path.relative(ROOT, d.file.fileName)}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}`
+      : '';
+    return `${where}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
+  });
+}
