@@ -128,6 +128,20 @@ describe('workflows: create, read, list, delete', () => {
     expect((await alice.get(`/api/builder/workflows/${id}`)).body).toEqual(mine);
   });
 
+  it('imports what it exports: a workflow read back and posted again is the same workflow', async () => {
+    const { alice, bob } = await setUp();
+    const original = await create(alice);
+    const exported = (await alice.get(`/api/builder/workflows/${original.workflow_id}`)).body;
+    const imported = await create(bob, JSON.parse(JSON.stringify(exported)) as Json);
+    expect(imported.workflow_id).not.toBe(original.workflow_id);
+    const { workflow_id: _a, created_at: _b, updated_at: _c, ...content } = imported;
+    const { workflow_id: _d, created_at: _e, updated_at: _f, ...expected } = original;
+    expect(content).toEqual(expected);
+    // A future format is refused rather than misread.
+    const future = await alice.post('/api/builder/workflows', { ...reviewedResearch(), schema_version: 2 });
+    expect(future.status).toBe(400);
+  });
+
   it('deletes a workflow with its versions: 204, then 404', async () => {
     const { alice } = await setUp();
     const { workflow_id: id } = await create(alice);
