@@ -7,6 +7,7 @@ import type { McpMetrics } from '../src/mcp/metrics.js';
 import type { McpPolicy } from '../src/mcp/policy.js';
 import { ResumeRequest, Run, RunRequest, type RunHandle, type WorkflowRuns } from '../src/modules/builder/index.js';
 import type { Caller } from '../src/ports/caller.js';
+import { openEventStream } from './event-stream.js';
 import { type StreamSlot, openStreamSlot } from './stream-slot.js';
 
 export interface BuilderWireDeps {
@@ -93,18 +94,11 @@ export function builderRunRoutes(deps: BuilderWireDeps): RouteGroup {
 }
 
 async function streamRun(res: Response, handle: RunHandle, slot: StreamSlot): Promise<void> {
-  res.status(200).set({
-    'Content-Type': 'text/event-stream; charset=utf-8',
-    'Cache-Control': 'no-cache',
-    'X-Accel-Buffering': 'no',
-  });
-  res.flushHeaders();
+  const stream = openEventStream(res);
   try {
-    for await (const { type, ...data } of handle.events(slot.signal)) {
-      if (!res.writableEnded) res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
-    }
+    for await (const { type, ...data } of handle.events(slot.signal)) stream.send(type, data);
   } finally {
     slot.release();
-    res.end();
+    stream.end();
   }
 }

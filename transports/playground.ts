@@ -25,6 +25,7 @@ import {
   type PlaygroundService,
 } from '../src/modules/playground/index.js';
 import { type Caller, CallerErrorCode } from '../src/ports/caller.js';
+import { openEventStream } from './event-stream.js';
 import { type StreamSlot, openStreamSlot } from './stream-slot.js';
 import { awaitAuthMessage } from './first-message-auth.js';
 import { checkHandshake, refuseUpgrade, requestIdOf } from './websocket.js';
@@ -111,22 +112,17 @@ async function streamTurn(
   body: { session_id: string; message: string },
 ): Promise<void> {
   const slot = openStreamSlot(deps, caller, { server: 'playground', endsWith: res });
-  res.status(200).set({
-    'Content-Type': 'text/event-stream; charset=utf-8',
-    'Cache-Control': 'no-cache',
-    'X-Accel-Buffering': 'no',
-  });
-  res.flushHeaders();
+  const stream = openEventStream(res);
   try {
     for await (const event of deps.playground.turn(caller, body.session_id, body.message, slot.signal)) {
       const { type, ...data } = wireEvent(event);
-      if (!res.writableEnded) res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+      stream.send(type, data);
       if (event.type === 'error' && event.error.status >= 500)
         req.log.error({ err: event.error.cause ?? event.error }, 'playground stream failed');
     }
   } finally {
     slot.release();
-    res.end();
+    stream.end();
   }
 }
 

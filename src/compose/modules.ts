@@ -22,6 +22,7 @@ import type { Module } from '../ports/module.js';
 import { userObject } from '../ports/subjects.js';
 import type { Metrics } from '../http/metrics.js';
 import { builtWebRoot } from '../http/static-site.js';
+import type { WebUiSettings } from '../http/web-ui-settings.js';
 import { SERVICE_VERSION } from '../version.js';
 import { TOOLS } from '../../tools/index.js';
 import { createAgent } from '../../workflows/agent.js';
@@ -151,6 +152,20 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     logger,
   });
 
+  /** What the web UIs are told before sign-in; single sign-on runs on the main listener and comes back to them. */
+  const webUiSettings = (origin: string): WebUiSettings => ({
+    version: SERVICE_VERSION,
+    auth_mode: config.auth.mode,
+    sso: config.auth.oidc
+      ? {
+          enabled: true,
+          login_url: `${config.publicUrl}/auth/sso/login?redirect_uri=${encodeURIComponent(`${origin}/`)}`,
+        }
+      : { enabled: false },
+    llm_provider: llm.provider,
+    model: llm.model,
+  });
+
   const playground = createPlaygroundModule({
     db: db.kysely,
     chat: agent.service.chat,
@@ -159,20 +174,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     now,
     maxMessageChars: config.playground.maxMessageChars,
     webRoot: builtWebRoot('playground'),
-    settings: (origin) => ({
-      version: SERVICE_VERSION,
-      auth_mode: config.auth.mode,
-      // Single sign-on runs on the main listener and comes back to the playground.
-      sso: config.auth.oidc
-        ? {
-            enabled: true,
-            login_url: `${config.publicUrl}/auth/sso/login?redirect_uri=${encodeURIComponent(`${origin}/`)}`,
-          }
-        : { enabled: false },
-      llm_provider: llm.provider,
-      model: llm.model,
-      max_message_chars: config.playground.maxMessageChars,
-    }),
+    settings: (origin) => ({ ...webUiSettings(origin), max_message_chars: config.playground.maxMessageChars }),
   });
 
   // Workflow runs keep their checkpoints beside the agent's, in the service's database.
@@ -189,18 +191,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     logger,
     now,
     webRoot: builtWebRoot('builder'),
-    settings: (origin) => ({
-      version: SERVICE_VERSION,
-      auth_mode: config.auth.mode,
-      sso: config.auth.oidc
-        ? {
-            enabled: true,
-            login_url: `${config.publicUrl}/auth/sso/login?redirect_uri=${encodeURIComponent(`${origin}/`)}`,
-          }
-        : { enabled: false },
-      llm_provider: llm.provider,
-      model: llm.model,
-    }),
+    settings: webUiSettings,
   });
 
   const contributors: Module<unknown>[] = [

@@ -1,28 +1,8 @@
 import type { App } from '../../src/app.js';
+import { parseEvents } from '../helpers/sse.js';
 import type { SignedIn } from '../helpers/client.js';
 
 export type Json = Record<string, unknown>;
-
-export interface ServerSentEvent {
-  event: string;
-  data: Json;
-}
-
-/** Parses a `text/event-stream` body into its events. */
-export function parseEvents(text: string): ServerSentEvent[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => {
-      const lines = block.split('\n');
-      const event = lines.find((l) => l.startsWith('event: '))?.slice('event: '.length) ?? 'message';
-      const data = lines
-        .filter((l) => l.startsWith('data: '))
-        .map((l) => l.slice('data: '.length))
-        .join('\n');
-      return { event, data: JSON.parse(data) as Json };
-    });
-}
 
 /** POSTs to the builder listener asking for server-sent events, and reads the whole stream. */
 export async function streamFrom(app: App, user: SignedIn, path: string, body: unknown) {

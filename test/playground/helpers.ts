@@ -1,4 +1,5 @@
 import type { App } from '../../src/app.js';
+import { parseEvents } from '../helpers/sse.js';
 
 export type Json = Record<string, unknown>;
 
@@ -26,27 +27,6 @@ export async function playground<T = Json>(
   const text = await res.text();
   const json = /\bjson\b/.test(res.headers.get('content-type') ?? '');
   return { status: res.status, headers: res.headers, body: (text && json ? JSON.parse(text) : {}) as T };
-}
-
-export interface ServerSentEvent {
-  event: string;
-  data: Json;
-}
-
-/** Parses a `text/event-stream` body into its events. */
-export function parseEvents(text: string): ServerSentEvent[] {
-  return text
-    .split('\n\n')
-    .filter((block) => block.trim() !== '')
-    .map((block) => {
-      const lines = block.split('\n');
-      const event = lines.find((l) => l.startsWith('event: '))?.slice('event: '.length) ?? 'message';
-      const data = lines
-        .filter((l) => l.startsWith('data: '))
-        .map((l) => l.slice('data: '.length))
-        .join('\n');
-      return { event, data: JSON.parse(data) as Json };
-    });
 }
 
 /** Streams one turn over server-sent events and returns the events. */

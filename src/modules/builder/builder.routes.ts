@@ -2,6 +2,7 @@ import { z } from 'zod';
 import { BadRequestError, CommonErrorCode } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
+import { webUiSettingsRoute } from '../../http/web-ui-settings.js';
 import { WorkflowDiffSchema } from '../../../workflows/diff.js';
 import { ValidationReportSchema } from '../../../workflows/validate.js';
 import { normalizeWorkflow } from '../../../workflows/schema.js';
@@ -57,15 +58,7 @@ export function builderRoutes({ builder, runs, config }: BuilderRouteDeps): Rout
     area: 'envelope',
     tags: TAGS,
     routes: [
-      defineRoute({
-        method: 'get',
-        path: '/config',
-        operationId: 'getBuilderConfig',
-        summary: 'How to sign in, and which model answers',
-        access: 'public',
-        responses: { 200: { description: 'The builder settings', schema: BuilderConfig } },
-        handler: ({ req }) => config(`${req.protocol}://${req.get('host') ?? ''}`),
-      }),
+      webUiSettingsRoute({ operationId: 'getBuilderConfig', schema: BuilderConfig, settings: config }),
       defineRoute({
         method: 'post',
         path: '/workflows',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { WebUiSettings } from '../../http/web-ui-settings.js';
 import { ID_PATTERN, WorkflowDefinitionInput, WorkflowEdge, WorkflowNode } from '../../../workflows/schema.js';
 
 /** The builder's request and response shapes (spec "Builder resources"; the fields it leaves open are ours). */
@@ -139,12 +140,4 @@ export const ResumeRequest = z
   .object({ answer: z.string().max(20_000).describe("The answer to the waiting human node's question") })
   .meta({ id: 'ResumeWorkflowRun' });
 
-export const BuilderConfig = z
-  .object({
-    version: z.string(),
-    auth_mode: z.enum(['token', 'session']),
-    sso: z.object({ enabled: z.boolean(), login_url: z.string().optional() }),
-    llm_provider: z.string(),
-    model: z.string(),
-  })
-  .meta({ id: 'BuilderConfig' });
+export const BuilderConfig = WebUiSettings.meta({ id: 'BuilderConfig' });

@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { callerOf } from '../../http/authenticate.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
+import { webUiSettingsRoute } from '../../http/web-ui-settings.js';
 import type { PlaygroundService } from './playground.service.js';
 import {
   CreateSession,
@@ -32,15 +33,7 @@ export function playgroundRoutes({ playground, config }: PlaygroundRouteDeps): R
     area: 'envelope',
     tags: TAGS,
     routes: [
-      defineRoute({
-        method: 'get',
-        path: '/config',
-        operationId: 'getPlaygroundConfig',
-        summary: 'How to sign in, and which model answers',
-        access: 'public',
-        responses: { 200: { description: 'The playground settings', schema: PlaygroundConfig } },
-        handler: ({ req }) => config(`${req.protocol}://${req.get('host') ?? ''}`),
-      }),
+      webUiSettingsRoute({ operationId: 'getPlaygroundConfig', schema: PlaygroundConfig, settings: config }),
       defineRoute({
         method: 'post',
         path: '/sessions',

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { WebUiSettings } from '../../http/web-ui-settings.js';
 
 /** The playground's request and response shapes (spec "Playground resources"), for validation and OpenAPI. */
 
@@ -114,15 +115,8 @@ export const Metrics = z
   })
   .meta({ id: 'PlaygroundMetrics' });
 
-export const PlaygroundConfig = z
-  .object({
-    version: z.string(),
-    auth_mode: z.enum(['token', 'session']),
-    sso: z.object({ enabled: z.boolean(), login_url: z.string().optional() }),
-    llm_provider: z.string(),
-    model: z.string(),
-    max_message_chars: z.number().int(),
-  })
-  .meta({ id: 'PlaygroundConfig' });
+export const PlaygroundConfig = WebUiSettings.extend({ max_message_chars: z.number().int() }).meta({
+  id: 'PlaygroundConfig',
+});
 
 export const sessionParams = z.object({ session_id: z.string().min(1).max(64) });
