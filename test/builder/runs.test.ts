@@ -138,6 +138,41 @@ describe('running a workflow', () => {
     });
   });
 
+  it('stops the model when the client leaves the stream, and marks the run cancelled (model: a fake OpenAI-compatible API)', async () => {
+    const fake = closing(await startFakeOpenAi(['slow-model']));
+    // A long answer, one slow chunk at a time: the client leaves long before it ends.
+    fake.replies.push({ text: 'word '.repeat(500) });
+    fake.chunkDelayMs = 20;
+    const { app, alice, builder } = await setUp({
+      LLM_PROVIDER: 'openai',
+      LLM_BASE_URL: fake.url,
+      LLM_MODEL: 'slow-model',
+    });
+    const id = await createWorkflow(alice, linear());
+    const controller = new AbortController();
+    const res = await fetch(`${app.url('builder')}/api/builder/workflows/${id}/run`, {
+      method: 'POST',
+      headers: { ...alice.credentials, 'Content-Type': 'application/json', Accept: 'text/event-stream' },
+      body: JSON.stringify({ input: 'tell me a long story' }),
+      signal: controller.signal,
+    });
+    const reader = res.body!.getReader();
+    let seen = '';
+    while (!seen.includes('event: token')) seen += new TextDecoder().decode((await reader.read()).value as Uint8Array);
+    const runId = /"run_id":"([^"]+)"/.exec(seen)![1]!;
+    controller.abort();
+
+    let run: Json = {};
+    for (let i = 0; i < 200 && run.status !== 'cancelled'; i++) {
+      await new Promise((resolve) => setTimeout(resolve, 10));
+      run = (await builder.get(`/api/builder/workflows/${id}/runs/${runId}`)).body;
+    }
+    expect(run).toMatchObject({ status: 'cancelled', error: 'The run was stopped', path: ['start'] });
+    // The model's stream was cut off, not left to run to its end.
+    for (let i = 0; i < 200 && fake.abandoned === 0; i++) await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(fake.abandoned).toBe(1);
+  });
+
   it('takes the default branch when no condition holds', async () => {
     const { app, alice } = await setUp();
     const id = await createWorkflow(alice, reviewedResearch());
