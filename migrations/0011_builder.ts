@@ -9,6 +9,8 @@ export async function up(db: Kysely<unknown>): Promise<void> {
     .addColumn('owner', 'text', (c) => c.notNull())
     .addColumn('name', 'text', (c) => c.notNull())
     .addColumn('current_version', 'integer', (c) => c.notNull())
+    // The MCP tool name it is offered under while published (unique), or null.
+    .addColumn('tool_name', 'text', (c) => c.unique())
     .addColumn('created_at', 'text', (c) => c.notNull())
     .addColumn('updated_at', 'text', (c) => c.notNull())
     .execute();

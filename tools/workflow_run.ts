@@ -1,23 +1,6 @@
 import { z } from 'zod';
-import type { RunView } from '../src/modules/builder/index.js';
-import { type ToolContext, defineTool, textResult } from '../src/mcp/tools.js';
-
-/** A run as a tool result: the answer when it ended, the question when it waits, the error when it failed. */
-function runResult(run: RunView) {
-  const structured = { ...run };
-  if (run.status === 'waiting')
-    return textResult(
-      `The workflow is waiting at "${run.waiting_node}": ${run.question} ` +
-        `Answer with workflow_resume (workflow_id ${run.workflow_id}, run_id ${run.run_id}).`,
-      structured,
-    );
-  if (run.status === 'completed') return textResult(run.output ?? '', structured);
-  return {
-    content: [{ type: 'text' as const, text: `The run ${run.status}: ${run.error ?? 'no reason given'}` }],
-    structuredContent: structured,
-    isError: true,
-  };
-}
+import { runToolResult } from '../src/modules/builder/index.js';
+import { type ToolContext, defineTool } from '../src/mcp/tools.js';
 
 /** Runs one of the caller's builder workflows, to its end or its first human question. */
 export const workflowRun = defineTool({
@@ -35,7 +18,7 @@ export const workflowRun = defineTool({
   forAgent: false,
   handler: async ({ workflow_id, input }, context: ToolContext) => {
     const handle = await context.workflows.start(context.caller, workflow_id, { input });
-    return runResult(await context.workflows.complete(handle, context.signal));
+    return runToolResult(await context.workflows.complete(handle, context.signal));
   },
 });
 
@@ -53,6 +36,6 @@ export const workflowResume = defineTool({
   forAgent: false,
   handler: async ({ workflow_id, run_id, answer }, context: ToolContext) => {
     const handle = await context.workflows.resume(context.caller, workflow_id, run_id, answer);
-    return runResult(await context.workflows.complete(handle, context.signal));
+    return runToolResult(await context.workflows.complete(handle, context.signal));
   },
 });

@@ -150,6 +150,13 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     describe: () => ({ llm_provider: llm.provider, model: llm.model, search_provider: search.provider }),
     registry: base.metrics.registry,
     logger,
+    // Reached once the builder exists; servers are only built after start-up.
+    published: {
+      list: () => builder.service.published.list(),
+      runnableBy: (caller) => builder.service.published.runnableBy(caller),
+      run: (...args) => builder.service.published.run(...args),
+      subscribe: (listener) => builder.service.published.subscribe(listener),
+    },
   });
 
   /** What the web UIs are told before sign-in; single sign-on runs on the main listener and comes back to them. */

@@ -7,6 +7,7 @@ import { userObject } from '../ports/subjects.js';
 import { McpCore } from './core.js';
 import { createMcpMetrics } from './metrics.js';
 import type { McpPolicy } from './policy.js';
+import type { PublishedWorkflows } from './published.js';
 import { type ToolDefinition, ToolExecutor, type ToolServices } from './tools.js';
 
 export interface McpModuleDeps {
@@ -20,6 +21,8 @@ export interface McpModuleDeps {
   describe: () => Record<string, unknown>;
   registry: Registry;
   logger: Logger;
+  /** Workflows published as tools of their own. */
+  published?: PublishedWorkflows;
 }
 
 export interface McpParts {
@@ -59,7 +62,13 @@ export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
   const metrics = createMcpMetrics(deps.registry);
   const tools = new ToolExecutor({ services, policy, metrics }, deps.tools);
   const core = new McpCore({
-    server: { executor: tools, policy, conversations: services.conversations, describe: deps.describe },
+    server: {
+      executor: tools,
+      policy,
+      conversations: services.conversations,
+      describe: deps.describe,
+      ...(deps.published && { published: deps.published }),
+    },
     policy,
     metrics,
     logger,

@@ -9,6 +9,7 @@ import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
 import type { McpPolicy } from './policy.js';
+import { type PublishedWorkflows, describePublished, registerPublishedWorkflows } from './published.js';
 import { type ToolDefinition, type ToolExecutor, type ToolRefusal, refusalResult } from './tools.js';
 
 export const SERVER_INFO = { name: SERVICE_NAME, version: SERVICE_VERSION, title: 'Agent Service' };
@@ -31,6 +32,8 @@ export interface McpServerDeps {
   conversations: ConversationsService;
   /** Server information resource contents (transports, provider names). */
   describe: () => Record<string, unknown>;
+  /** Workflows published as tools of their own (the builder's; none without it). */
+  published?: PublishedWorkflows;
 }
 
 /** Building a server is dominated by a fresh Ajv instance; one shared validator makes it cheap. */
@@ -134,8 +137,16 @@ export function createMcpServer(deps: McpServerDeps, fallbackCaller?: Caller): M
         deps.executor.tools.map((t) => t.name),
       ),
     );
-    return { tools: deps.executor.tools.filter((t) => visible.has(t.name)).map(describeTool) };
+    const tools = deps.executor.tools.filter((t) => visible.has(t.name)).map(describeTool);
+    if (!deps.published) return { tools };
+    const runnable = await deps.published.runnableBy(caller);
+    const published = deps.published.list().filter((w) => runnable.has(w.workflowId));
+    return { tools: [...tools, ...published.map(describePublished)] };
   });
+  if (deps.published)
+    registerPublishedWorkflows(server, deps.published, (extra) =>
+      callerFrom(extra as { authInfo?: AuthInfo }, fallbackCaller),
+    );
 
   registerResources(server, deps, fallbackCaller);
   registerPrompts(server, deps, fallbackCaller);

@@ -221,9 +221,13 @@ describe('a paused run survives a restart (SQLite file)', () => {
     const paused = await streamFrom(before.app, before.alice, `/api/builder/workflows/${id}/run`, { input: 'hi' });
     const runId = paused.events[0]!.data.run_id as string;
     expect(paused.events.at(-1)).toMatchObject({ data: { status: 'waiting' } });
+    const { tool_name: toolName } = (await before.builder.post(`/api/builder/workflows/${id}/publish`)).body;
     await before.client.close();
 
     const after = await setUp(env);
+    // Still published after the restart.
+    const tools = (await after.alice.get<{ tools: Json[] }>('/tools')).body.tools;
+    expect(tools.map((t) => t.name)).toContain(toolName);
     const done = await streamFrom(after.app, after.alice, `/api/builder/workflows/${id}/runs/${runId}/resume`, {
       answer: 'ok',
     });
@@ -292,6 +296,51 @@ describe("the builder's share of the user's data", () => {
 });
 
 describe('workflows as MCP tools', () => {
+  it('offers a published workflow as a tool of its own, to those who may run it, from the moment it is published', async () => {
+    const { app, alice, client } = await setUp();
+    const bob = await client.as('bob');
+    const id = await createWorkflow(alice, linear('Say hello'));
+    const sdk = new Client({ name: 'builder-test', version: '1.0.0' });
+    const bobs = new Client({ name: 'builder-test', version: '1.0.0' });
+    await sdk.connect(sdkTransports['streamable HTTP'](app, alice.credentials));
+    await bobs.connect(sdkTransports['streamable HTTP'](app, bob.credentials));
+    try {
+      const before = (await sdk.listTools()).tools.map((t) => t.name);
+      const published = await alice.at('builder').post(`/api/builder/workflows/${id}/publish`);
+      expect(published.status).toBe(200);
+      const toolName = published.body.tool_name as string;
+      expect(toolName).toMatch(/^workflow_say_hello_[0-9a-f]{8}$/);
+      expect((await alice.at('builder').get(`/api/builder/workflows/${id}`)).body).toMatchObject({
+        published: true,
+        tool_name: toolName,
+      });
+
+      // The connection opened before the publish offers it now.
+      const listed = (await sdk.listTools()).tools;
+      expect(listed.map((t) => t.name)).toEqual([...before, toolName]);
+      expect(listed.at(-1)).toMatchObject({ title: 'Say hello', inputSchema: { properties: { input: {} } } });
+      const result = await sdk.callTool({ name: toolName, arguments: { input: 'Hello' } });
+      expect(result.isError).toBe(false);
+      expect(result.structuredContent).toMatchObject({ status: 'completed', path: ['start', 'answer', 'end'] });
+      expect((result.content as { text: string }[])[0]!.text).toMatch(/^Offline model: .*Hello/);
+
+      // Bob may not run it: he does not see it, and calling it is as for a tool that does not exist.
+      expect((await bobs.listTools()).tools.map((t) => t.name)).not.toContain(toolName);
+      const refused = await bobs.callTool({ name: toolName, arguments: { input: 'x' } });
+      expect(refused.isError).toBe(true);
+      expect((refused.content as { text: string }[])[0]!.text).toBe(`Tool ${toolName} not found`);
+      expect((await alice.at('builder').get<Json[]>(`/api/builder/workflows/${id}/runs`)).body).toHaveLength(1);
+
+      expect((await alice.at('builder').delete(`/api/builder/workflows/${id}/publish`)).status).toBe(204);
+      expect((await sdk.listTools()).tools.map((t) => t.name)).toEqual(before);
+      const gone = await sdk.callTool({ name: toolName, arguments: { input: 'x' } });
+      expect(gone.isError).toBe(true);
+      expect((await bob.at('builder').post(`/api/builder/workflows/${id}/publish`)).status).toBe(404);
+    } finally {
+      await Promise.all([sdk.close(), bobs.close()]);
+    }
+  });
+
   it('runs a workflow through workflow_run and answers its question through workflow_resume (SDK client)', async () => {
     const { app, alice } = await setUp();
     const id = await createWorkflow(alice, reviewedResearch());

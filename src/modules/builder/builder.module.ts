@@ -4,8 +4,9 @@ import { userObject } from '../../ports/subjects.js';
 import { type BuilderRouteDeps, builderRoutes } from './builder.routes.js';
 import { type RunDeps, WorkflowRuns } from './builder.runs.js';
 import { type BuilderDeps, BuilderService } from './builder.service.js';
+import { PublishedCatalog } from './builder.publishing.js';
 
-export type BuilderModuleDeps = BuilderDeps &
+export type BuilderModuleDeps = Omit<BuilderDeps, 'catalog'> &
   Omit<RunDeps, 'builder' | 'db' | 'tools' | 'now'> & {
     /** What the web UI is told before sign-in. */
     settings: BuilderRouteDeps['config'];
@@ -16,6 +17,8 @@ export type BuilderModuleDeps = BuilderDeps &
 export interface BuilderParts {
   builder: BuilderService;
   runs: WorkflowRuns;
+  /** The workflows published as MCP tools, for the MCP core. */
+  published: PublishedCatalog;
 }
 
 /**
@@ -23,18 +26,21 @@ export interface BuilderParts {
  * graphs, on the builder listener with its web UI. The run streams are served by their wire.
  */
 export function createBuilderModule(deps: BuilderModuleDeps): Module<BuilderParts> {
-  const builder = new BuilderService(deps);
+  const published = new PublishedCatalog(deps);
+  const builder = new BuilderService({ ...deps, catalog: published });
   const runs = new WorkflowRuns({ ...deps, builder });
+  published.bind(async (caller, id, input, signal) => runs.complete(await runs.start(caller, id, { input }), signal));
   return {
     name: 'builder',
-    service: { builder, runs },
+    service: { builder, runs, published },
     routes: { builder: [builderRoutes({ builder, runs, config: deps.settings })] },
     pages: { builder: [staticSite({ root: deps.webRoot, title: 'The workflow builder' })] },
     erasure: [
       { step: 'checkpoints', run: ({ user }) => builder.eraseCheckpointsOf(userObject(user.id)) },
       { step: 'authorization_tuples', run: ({ user }) => builder.eraseTuplesOf(userObject(user.id)) },
-      { step: 'workflows', run: ({ user, db }) => BuilderService.eraseRowsOf(db, userObject(user.id)) },
+      { step: 'workflows', run: ({ user, db }) => builder.eraseRowsOf(db, userObject(user.id)) },
     ],
+    start: () => published.load((id, version) => builder.definitionOf(id, version)),
     exports: [{ section: 'workflows', collect: (userId) => builder.exportOf(userObject(userId)) }],
   };
 }

@@ -14,6 +14,7 @@ import {
   GenerateRequest,
   GeneratedCode,
   ListWorkflowsQuery,
+  Publication,
   ResourceInfo,
   RollbackRequest,
   Run,
@@ -173,6 +174,30 @@ export function builderRoutes({ builder, runs, config }: BuilderRouteDeps): Rout
           404: NOT_FOUND,
         },
         handler: ({ params, query, req }) => builder.diff(callerOf(req), params.workflow_id, query.from, query.to),
+      }),
+      defineRoute({
+        method: 'post',
+        path: '/workflows/:workflow_id/publish',
+        operationId: 'publishWorkflow',
+        summary: 'Offer the workflow to MCP clients as a tool of its own',
+        description:
+          'Everyone who may run the workflow sees the tool in tools/list (on every open connection at once); its ' +
+          'one argument is `input`. A run that waits for a human answers its question, resumed with workflow_resume.',
+        request: { params: workflowParams },
+        responses: { 200: { description: 'Published', schema: Publication }, 404: NOT_FOUND },
+        handler: ({ params, req }) => builder.publish(callerOf(req), params.workflow_id),
+      }),
+      defineRoute({
+        method: 'delete',
+        path: '/workflows/:workflow_id/publish',
+        operationId: 'unpublishWorkflow',
+        summary: 'Stop offering the workflow as an MCP tool',
+        request: { params: workflowParams },
+        responses: { 204: { description: 'No longer published' }, 404: NOT_FOUND },
+        handler: async ({ params, req }) => {
+          await builder.unpublish(callerOf(req), params.workflow_id);
+          return new Reply(204);
+        },
       }),
       defineRoute({
         method: 'get',

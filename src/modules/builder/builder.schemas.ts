@@ -56,6 +56,8 @@ export const WorkflowDefinition = z
 const workflowMeta = {
   workflow_id: z.string(),
   version: z.number().int().describe('The current version'),
+  published: z.boolean().describe('Whether MCP clients see it as a tool of its own'),
+  tool_name: z.string().nullable().describe('The MCP tool name while published'),
   created_at: timestamp,
   updated_at: timestamp,
 };
@@ -96,6 +98,10 @@ export const DiffQuery = z.object({
   from: z.coerce.number().int().min(1),
   to: z.coerce.number().int().min(1).optional().describe('The current version when absent'),
 });
+
+export const Publication = z
+  .object({ published: z.literal(true), tool_name: z.string() })
+  .meta({ id: 'WorkflowPublication' });
 
 export const ToolInfo = z
   .object({ name: z.string(), description: z.string(), input_schema: z.record(z.string(), z.unknown()) })

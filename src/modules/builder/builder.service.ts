@@ -12,6 +12,7 @@ import { type Workflow, type WorkflowDefinitionInput, normalizeWorkflow } from '
 import { type ValidationReport, validateWorkflow } from '../../../workflows/validate.js';
 import { invalidWorkflow, versionConflict, versionNotFound, workflowNotFound } from './builder.errors.js';
 import type { ResourceEntry, ResourceLister, WorkflowTools } from './builder.ports.js';
+import { type PublishedCatalog, publishedEntry, toolNameFor } from './builder.publishing.js';
 import type * as schemas from './builder.schemas.js';
 import {
   type Executor,
@@ -46,6 +47,8 @@ export interface BuilderDeps {
   now: () => Date;
   /** Forgets a run's checkpoints (when its workflow is deleted or its owner erased). */
   deleteThread: (threadId: string) => Promise<void>;
+  /** The workflows published as MCP tools. */
+  catalog: PublishedCatalog;
 }
 
 export const workflowObject = (id: string): string => `workflow:${id}`;
@@ -74,6 +77,7 @@ export class BuilderService {
       owner: subject,
       name: workflow.name,
       current_version: 1,
+      tool_name: null,
       created_at: at,
       updated_at: at,
     };
@@ -200,10 +204,29 @@ export class BuilderService {
   }
 
   /** Erasure, inside its transaction: the workflows the user created, with their versions and runs. */
-  static async eraseRowsOf(db: Executor, owner: string): Promise<number> {
+  async eraseRowsOf(db: Executor, owner: string): Promise<number> {
     const ids = await workflowIdsOwnedBy(db, owner);
-    for (const id of ids) await deleteWorkflow(db, id);
+    for (const id of ids) {
+      await deleteWorkflow(db, id);
+      this.deps.catalog.remove(id);
+    }
     return ids.length;
+  }
+
+  /** Offers the workflow to MCP clients as a tool of its own (to those who may run it). */
+  async publish(caller: Caller, id: string): Promise<{ published: true; tool_name: string }> {
+    const row = await this.access(caller, id, 'editor');
+    const toolName = row.tool_name ?? toolNameFor(row.id, row.name);
+    if (row.tool_name === null)
+      await this.deps.db.updateTable('workflows').set({ tool_name: toolName }).where('id', '=', row.id).execute();
+    this.deps.catalog.put(publishedEntry(row.id, toolName, await this.#definition(row.id, row.current_version)));
+    return { published: true, tool_name: toolName };
+  }
+
+  async unpublish(caller: Caller, id: string): Promise<void> {
+    const row = await this.access(caller, id, 'editor');
+    await this.deps.db.updateTable('workflows').set({ tool_name: null }).where('id', '=', row.id).execute();
+    this.deps.catalog.remove(row.id);
   }
 
   /** Export: the user's workflows with their current definition and how many versions each has. */
@@ -224,6 +247,7 @@ export class BuilderService {
 
   async #forget(ids: string[]): Promise<void> {
     for (const id of ids) {
+      this.deps.catalog.remove(id);
       for (const runId of await runIdsOf(this.deps.db, id)) await this.deps.deleteThread(runThread(runId));
       await this.deps.authz.removeAllFor(workflowObject(id));
       await this.deps.db.transaction().execute((trx) => deleteWorkflow(trx, id));
@@ -260,6 +284,7 @@ export class BuilderService {
         return this.#save(caller, { ...row, current_version: current }, workflow, source, restoredFrom);
       throw versionConflict(current);
     }
+    if (row.tool_name !== null) this.deps.catalog.put(publishedEntry(row.id, row.tool_name, workflow));
     return view({ ...row, name: workflow.name, current_version: next, updated_at: at }, workflow);
   }
 
@@ -298,6 +323,8 @@ function view(row: WorkflowRow, workflow: Workflow): WorkflowView {
     workflow_id: row.id,
     ...workflow,
     version: row.current_version,
+    published: row.tool_name !== null,
+    tool_name: row.tool_name,
     created_at: row.created_at,
     updated_at: row.updated_at,
   };

@@ -4,6 +4,8 @@ export interface WorkflowsTable {
   owner: string;
   name: string;
   current_version: number;
+  /** The MCP tool name while published, else null. */
+  tool_name: string | null;
   created_at: string;
   updated_at: string;
 }

@@ -8,4 +8,5 @@ export type { ResourceEntry, ResourceLister, ToolCallResult, WorkflowTools } fro
 export { ResumeRequest, Run, RunRequest } from './builder.schemas.js';
 export { type RunEvent, type RunHandle, type RunView, WorkflowRuns } from './builder.runs.js';
 export { BuilderService } from './builder.service.js';
+export { PublishedCatalog, runToolResult } from './builder.publishing.js';
 export type { WorkflowRunsTable, WorkflowTagsTable, WorkflowVersionsTable, WorkflowsTable } from './builder.tables.js';

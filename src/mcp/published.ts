@@ -1,0 +1,90 @@
+import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import type { Caller } from '../ports/caller.js';
+
+/** A workflow offered as an MCP tool of its own. */
+export interface PublishedWorkflow {
+  workflowId: string;
+  toolName: string;
+  title: string;
+  description: string;
+}
+
+export type PublishedChange =
+  { kind: 'published'; workflow: PublishedWorkflow } | { kind: 'unpublished'; toolName: string };
+
+/**
+ * The builder's published workflows, as the MCP core needs them: what is published now, who may run which, and a
+ * run as a tool result. Changes are heard so that every open server offers a workflow from the moment it is
+ * published, and no longer once it is not.
+ */
+export interface PublishedWorkflows {
+  list(): PublishedWorkflow[];
+  /** The ids of the workflows the caller may run. */
+  runnableBy(caller: Caller): Promise<ReadonlySet<string>>;
+  run(caller: Caller, workflowId: string, input: string, signal: AbortSignal): Promise<CallToolResult>;
+  subscribe(listener: (change: PublishedChange) => void): () => void;
+}
+
+const INPUT = { input: z.string().max(20_000).default('').describe('What the run starts from (its first message)') };
+const INPUT_SCHEMA = (() => {
+  const { $schema: _, ...schema } = z.toJSONSchema(z.object(INPUT), { io: 'input' }) as Record<string, unknown>;
+  return schema as Tool['inputSchema'];
+})();
+const ANNOTATIONS = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
+
+/** A published workflow as `tools/list` shows it. */
+export function describePublished(workflow: PublishedWorkflow): Tool {
+  return {
+    name: workflow.toolName,
+    title: workflow.title,
+    description: workflow.description,
+    inputSchema: INPUT_SCHEMA,
+    annotations: { title: workflow.title, ...ANNOTATIONS },
+  };
+}
+
+const notFound = (name: string): CallToolResult => ({
+  content: [{ type: 'text', text: `Tool ${name} not found` }],
+  isError: true,
+});
+
+/**
+ * Offers every published workflow on this server as a tool, and keeps the offer current while the server is open.
+ * A call from someone who may not run the workflow is answered as for a tool that does not exist.
+ */
+export function registerPublishedWorkflows(
+  server: McpServer,
+  published: PublishedWorkflows,
+  callerOf: (extra: { authInfo?: unknown }) => Caller | undefined,
+): void {
+  const registered = new Map<string, RegisteredTool>();
+  const register = (workflow: PublishedWorkflow) => {
+    registered.get(workflow.toolName)?.remove();
+    const tool = server.registerTool(
+      workflow.toolName,
+      { title: workflow.title, description: workflow.description, inputSchema: INPUT, annotations: ANNOTATIONS },
+      async ({ input }, extra) => {
+        const caller = callerOf(extra);
+        if (!caller || !(await published.runnableBy(caller)).has(workflow.workflowId))
+          return notFound(workflow.toolName);
+        return published.run(caller, workflow.workflowId, input, extra.signal);
+      },
+    );
+    registered.set(workflow.toolName, tool);
+  };
+  for (const workflow of published.list()) register(workflow);
+  const unsubscribe = published.subscribe((change) => {
+    if (change.kind === 'published') register(change.workflow);
+    else {
+      registered.get(change.toolName)?.remove();
+      registered.delete(change.toolName);
+    }
+  });
+  const previous = server.server.onclose;
+  server.server.onclose = () => {
+    unsubscribe();
+    previous?.();
+  };
+}
