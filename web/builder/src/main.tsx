@@ -1,0 +1,18 @@
+import { StrictMode } from 'react';
+import { createRoot } from 'react-dom/client';
+import '@xyflow/react/dist/style.css';
+import { ApiClient } from '../../shared/api/api-client';
+import '../../shared/ui/theme.css';
+import { App } from './app';
+import './builder.css';
+
+const root = document.getElementById('root');
+if (!root) throw new Error('The page has no #root element.');
+
+const client = new ApiClient({ storageKey: 'agent-service.builder.credentials' });
+
+createRoot(root).render(
+  <StrictMode>
+    <App client={client} />
+  </StrictMode>,
+);
