@@ -1,33 +1,21 @@
-import { existsSync, mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { join } from 'node:path';
-import type { Browser, Locator, Page } from 'playwright-core';
-import { build } from 'vite';
+import { readFileSync } from 'node:fs';
+import type { Locator, Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, accessToken, createUser } from '../helpers/auth.js';
-import { launchChromium, probeChromium } from '../helpers/browser.js';
+import type { FakeOpenAi } from '../fakes/openai.js';
+import { PASSWORD, accessToken } from '../helpers/auth.js';
+import { probeChromium } from '../helpers/browser.js';
 import { describeWithService } from '../helpers/services.js';
+import {
+  ensureWebBuilt,
+  expectServedStrictly,
+  openWatchedPage,
+  startWebTestService,
+  type WatchedPage,
+  type WebTestService,
+} from '../helpers/web.js';
 
-const ARTIFACTS = 'test/artifacts';
-const BUILT = 'dist/web/builder/index.html';
 const AGENT_REPLY = 'Three cat stories today: a rescue, a record nap, and a museum mascot.';
-
-function newestSource(dir: string): number {
-  let newest = 0;
-  for (const entry of readdirSync(dir, { withFileTypes: true })) {
-    const path = join(dir, entry.name);
-    newest = Math.max(newest, entry.isDirectory() ? newestSource(path) : statSync(path).mtimeMs);
-  }
-  return newest;
-}
-
-/** Builds the builder's web UI (as `npm run build:web` does) unless the built files are newer than every source. */
-async function ensureBuilderBuilt(): Promise<void> {
-  if (existsSync(BUILT) && statSync(BUILT).mtimeMs >= newestSource('web')) return;
-  await build({ configFile: 'web/builder/vite.config.ts', logLevel: 'warn' });
-}
 
 /** The definition fields of a workflow as the service answers it, to send back in an update. */
 function pick(workflow: Record<string, unknown>): Record<string, unknown> {
@@ -89,49 +77,30 @@ async function moveNodeTo(page: Page, id: string, to: { x: number; y: number }):
 describeWithService('the workflow builder web UI', probeChromium(), () => {
   let app: App;
   let fake: FakeOpenAi;
-  let browser: Browser;
+  let service: WebTestService;
+  let watched: WatchedPage;
   let page: Page;
-  let origin: string;
-  const external: string[] = [];
-  const cspViolations: string[] = [];
-  const pageErrors: string[] = [];
 
-  const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}/builder-${name}.png`, fullPage: false });
+  const shot = (name: string) => watched.shot(name);
   const problems = () => page.getByRole('list', { name: 'Problems' });
   const inspector = () => page.getByRole('complementary', { name: 'Inspector' });
   const saveState = () => page.locator('.save-state');
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await ensureBuilderBuilt();
-    fake = await startFakeOpenAi(['gpt-test']);
-    app = await startTestApp({
-      ADMIN_PASSWORD: 'bootstrap-secret-1',
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: fake.url,
-      LLM_MODEL: 'gpt-test',
-      LLM_API_KEY: 'sk-fake',
+    await ensureWebBuilt('builder');
+    service = await startWebTestService();
+    ({ app, fake } = service);
+    watched = await openWatchedPage('builder', app.url('builder'), {
+      viewport: { width: 1440, height: 900 },
+      acceptDownloads: true,
+      allowSchemes: ['data:', 'blob:'],
     });
-    await createUser(app, 'alice');
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1440, height: 900 }, acceptDownloads: true });
-    origin = new URL(app.url('builder')).origin;
-    await page.route('**/*', async (route) => {
-      const url = route.request().url();
-      if (url.startsWith(origin) || url.startsWith('data:') || url.startsWith('blob:')) return route.continue();
-      external.push(url);
-      return route.abort();
-    });
-    page.on('console', (message) => {
-      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-    });
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    page = watched.page;
   }, 180_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
-    await fake?.close();
+    await watched?.close();
+    await service?.close();
   });
 
   it('signs in and builds a workflow on the canvas, with undo, redo and Delete', { timeout: 90_000 }, async () => {
@@ -420,26 +389,12 @@ describeWithService('the workflow builder web UI', probeChromium(), () => {
       await expect.poll(() => table.getByRole('row', { name: /Imported copy/ }).count()).toBe(0);
       await expect.poll(() => table.getByRole('row', { name: /Cat news review/ }).count()).toBe(1);
 
-      expect(external).toEqual([]);
-      expect(cspViolations).toEqual([]);
-      expect(pageErrors).toEqual([]);
+      watched.expectClean();
     },
   );
 
   it('is served under a strict Content Security Policy, with cacheable assets', async () => {
-    const res = await fetch(app.url('builder'));
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
-    expect(res.headers.get('content-security-policy')).not.toContain('unsafe-inline');
-    expect(res.headers.get('cache-control')).toBe('no-cache');
-    const html = await res.text();
-    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
-    expect(html).not.toMatch(/<style/);
-    const script = /src="\.?\/?(assets\/[^"]+\.js)"/.exec(html)?.[1];
-    expect(script).toBeDefined();
-    const asset = await fetch(`${app.url('builder')}/${script}`);
-    expect(asset.status).toBe(200);
-    expect(asset.headers.get('cache-control')).toContain('immutable');
+    const html = await expectServedStrictly(app.url('builder'));
     // React Flow's stylesheet is bundled, not fetched from elsewhere.
     const css = /href="\.?\/?(assets\/[^"]+\.css)"/.exec(html)?.[1];
     const styles = await (await fetch(`${app.url('builder')}/${css}`)).text();

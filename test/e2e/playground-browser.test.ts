@@ -1,15 +1,18 @@
-import { mkdirSync } from 'node:fs';
-import type { Browser, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { startTestApp } from '../helpers/app.js';
-import { PASSWORD, createUser } from '../helpers/auth.js';
-import { launchChromium, probeChromium } from '../helpers/browser.js';
+import { PASSWORD } from '../helpers/auth.js';
+import { probeChromium } from '../helpers/browser.js';
 import { describeWithService } from '../helpers/services.js';
-import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
-import { ensureWebBuilt } from '../helpers/web.js';
-
-const ARTIFACTS = 'test/artifacts';
+import type { FakeOpenAi } from '../fakes/openai.js';
+import {
+  ensureWebBuilt,
+  expectServedStrictly,
+  openWatchedPage,
+  startWebTestService,
+  type WatchedPage,
+  type WebTestService,
+} from '../helpers/web.js';
 
 // The playground's main journey in headless Chromium, against the real service. The model behind it is a FAKE of
 // an OpenAI-compatible API (no hosted model can run here), scripted to call a tool and to stream slowly enough to
@@ -17,45 +20,23 @@ const ARTIFACTS = 'test/artifacts';
 describeWithService('the playground web UI', probeChromium(), () => {
   let app: App;
   let fake: FakeOpenAi;
-  let browser: Browser;
+  let service: WebTestService;
+  let watched: WatchedPage;
   let page: Page;
-  const external: string[] = [];
-  const cspViolations: string[] = [];
-  const pageErrors: string[] = [];
 
-  const shot = (name: string) => page.screenshot({ path: `${ARTIFACTS}/playground-${name}.png`, fullPage: false });
+  const shot = (name: string) => watched.shot(name);
 
   beforeAll(async () => {
-    mkdirSync(ARTIFACTS, { recursive: true });
-    await ensureWebBuilt();
-    fake = await startFakeOpenAi(['gpt-test']);
-    app = await startTestApp({
-      ADMIN_PASSWORD: 'bootstrap-secret-1',
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: fake.url,
-      LLM_MODEL: 'gpt-test',
-      LLM_API_KEY: 'sk-fake',
-    });
-    await createUser(app, 'alice');
-    browser = await launchChromium();
-    page = await browser.newPage({ viewport: { width: 1280, height: 800 } });
-    const origin = new URL(app.url('playground')).origin;
-    await page.route('**/*', async (route) => {
-      const url = route.request().url();
-      if (url.startsWith(origin) || url.startsWith('data:')) return route.continue();
-      external.push(url);
-      return route.abort();
-    });
-    page.on('console', (message) => {
-      if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
-    });
-    page.on('pageerror', (error) => pageErrors.push(error.message));
+    await ensureWebBuilt('playground');
+    service = await startWebTestService();
+    ({ app, fake } = service);
+    watched = await openWatchedPage('playground', app.url('playground'), { viewport: { width: 1280, height: 800 } });
+    page = watched.page;
   }, 120_000);
 
   afterAll(async () => {
-    await browser?.close();
-    await app?.close();
-    await fake?.close();
+    await watched?.close();
+    await service?.close();
   });
 
   it(
@@ -134,25 +115,11 @@ describeWithService('the playground web UI', probeChromium(), () => {
       await page.waitForTimeout(500); // the drawer slides in
       await shot('08-phone-trace');
 
-      expect(external).toEqual([]);
-      expect(cspViolations).toEqual([]);
-      expect(pageErrors).toEqual([]);
+      watched.expectClean();
     },
   );
 
   it('is served offline under a strict Content Security Policy, with cacheable assets', async () => {
-    const res = await fetch(app.url('playground'));
-    expect(res.status).toBe(200);
-    expect(res.headers.get('content-security-policy')).toContain("script-src 'self'");
-    expect(res.headers.get('content-security-policy')).not.toContain('unsafe-inline');
-    expect(res.headers.get('cache-control')).toBe('no-cache');
-    const html = await res.text();
-    expect(html).not.toMatch(/<script(?![^>]*\bsrc=)[^>]*>/);
-    expect(html).not.toMatch(/<style/);
-    const script = /src="\.?\/?(assets\/[^"]+\.js)"/.exec(html)?.[1];
-    expect(script).toBeDefined();
-    const asset = await fetch(`${app.url('playground')}/${script}`);
-    expect(asset.status).toBe(200);
-    expect(asset.headers.get('cache-control')).toContain('immutable');
+    await expectServedStrictly(app.url('playground'));
   });
 });

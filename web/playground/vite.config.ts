@@ -1,33 +1,9 @@
-import react from '@vitejs/plugin-react';
-import { fileURLToPath } from 'node:url';
-import { defineConfig } from 'vite';
+import { webAppConfig } from '../vite.shared.js';
 
-const root = fileURLToPath(new URL('.', import.meta.url));
-const outDir = fileURLToPath(new URL('../../dist/web/playground', import.meta.url));
-/** The service's playground listener, for `vite` in development (PLAYGROUND_PORT). */
-const service = process.env.PLAYGROUND_URL ?? 'http://127.0.0.1:8001';
-
-export default defineConfig({
-  root,
-  // Relative asset URLs, so the built app also works behind a path prefix.
-  base: './',
-  publicDir: 'public',
-  plugins: [react()],
-  build: {
-    outDir,
-    emptyOutDir: true,
-    // The polyfill is an inline script, which the service's Content Security Policy (script-src 'self') refuses.
-    modulePreload: { polyfill: false },
-    // Nothing inlined as data: URIs (font-src and others allow only 'self').
-    assetsInlineLimit: 0,
-    target: 'es2022',
-    sourcemap: true,
-  },
-  server: {
-    proxy: {
-      '/api': service,
-      '/auth': service,
-      '/ws': { target: service.replace(/^http/, 'ws'), ws: true },
-    },
-  },
+/** The service's playground listener for `vite` in development is PLAYGROUND_PORT's; the chat streams over /ws. */
+export default webAppConfig({
+  name: 'playground',
+  serviceUrlEnv: 'PLAYGROUND_URL',
+  defaultPort: 8001,
+  webSocket: true,
 });

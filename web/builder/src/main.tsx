@@ -3,6 +3,7 @@ import { createRoot } from 'react-dom/client';
 import '@xyflow/react/dist/style.css';
 import { ApiClient } from '../../shared/api/api-client';
 import '../../shared/ui/theme.css';
+import '../../shared/ui/components.css';
 import { App } from './app';
 import './builder.css';
 

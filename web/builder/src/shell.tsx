@@ -1,5 +1,6 @@
 import { Suspense, lazy, useCallback, useEffect, useState } from 'react';
 import type { ApiClient, CurrentUser } from '../../shared/api/api-client';
+import { SignedInUser } from '../../shared/auth/signed-in-user';
 import type { BuilderApi, BuilderConfig, WorkflowDefinition } from './api/builder-api';
 import { WorkflowList } from './features/workflows/workflow-list';
 
@@ -38,7 +39,6 @@ export function Shell({ client, api, config, user, onSignOut }: ShellProps) {
   const [route, setRoute] = useState<Route>(() => parseRoute(window.location.hash));
   const [opened, setOpened] = useState(0);
   const [draft, setDraft] = useState<{ definition: WorkflowDefinition; notice: string } | null>(null);
-  const [signingOut, setSigningOut] = useState(false);
 
   useEffect(() => {
     const onHash = () => {
@@ -80,20 +80,7 @@ export function Shell({ client, api, config, user, onSignOut }: ShellProps) {
           <span className="brand__version">v{config.version}</span>
         </h1>
         <div className="topbar__spacer" />
-        <span className="topbar__user" title={user.email ?? user.username}>
-          {user.username}
-        </span>
-        <button
-          type="button"
-          className="button button--ghost"
-          disabled={signingOut}
-          onClick={() => {
-            setSigningOut(true);
-            void onSignOut();
-          }}
-        >
-          Sign out
-        </button>
+        <SignedInUser user={user} onSignOut={onSignOut} />
       </header>
       {route.view === 'list' ? (
         <WorkflowList

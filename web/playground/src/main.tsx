@@ -2,6 +2,7 @@ import { StrictMode } from 'react';
 import { createRoot } from 'react-dom/client';
 import { ApiClient } from '../../shared/api/api-client';
 import '../../shared/ui/theme.css';
+import '../../shared/ui/components.css';
 import { App } from './app';
 import './playground.css';
 

@@ -1,13 +1,15 @@
 import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import type { ApiClient, CurrentUser } from '../../shared/api/api-client';
 import { describeError } from '../../shared/api/api-error';
+import { SignedInUser } from '../../shared/auth/signed-in-user';
+import { CloseIcon } from '../../shared/ui/icons';
 import { useMediaQuery } from '../../shared/ui/use-media-query';
 import type { PlaygroundApi, PlaygroundConfig } from './api/playground-api';
 import { ChatView } from './features/chat/chat-view';
 import { ObservabilityPanel } from './features/observability/observability-panel';
 import { SessionList, sessionName } from './features/sessions/session-list';
 import { useSessions } from './features/sessions/use-sessions';
-import { ActivityIcon, CloseIcon, MenuIcon } from './ui/icons';
+import { ActivityIcon, MenuIcon } from './ui/icons';
 
 /** Below this width the session list is a drawer. */
 const NARROW = '(max-width: 760px)';
@@ -63,7 +65,6 @@ export function Workspace({ client, api, config, user, onSignOut }: WorkspacePro
   const [refreshKey, setRefreshKey] = useState(0);
   const [traceOpen, setTraceOpen] = useState(readTracePreference);
   const [sessionsOpen, setSessionsOpen] = useState(false);
-  const [signingOut, setSigningOut] = useState(false);
 
   const narrow = useMediaQuery(NARROW);
   const wide = useMediaQuery(WIDE);
@@ -201,20 +202,7 @@ export function Workspace({ client, api, config, user, onSignOut }: WorkspacePro
           <ActivityIcon />
           Trace
         </button>
-        <span className="topbar__user" title={user.email ?? user.username}>
-          {user.username}
-        </span>
-        <button
-          type="button"
-          className="button button--ghost"
-          disabled={signingOut}
-          onClick={() => {
-            setSigningOut(true);
-            void onSignOut();
-          }}
-        >
-          Sign out
-        </button>
+        <SignedInUser user={user} onSignOut={onSignOut} />
       </header>
 
       <div className="workspace" data-trace={traceOpen && !traceOverlay ? 'inline' : 'none'}>

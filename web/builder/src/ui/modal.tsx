@@ -1,5 +1,5 @@
 import { useEffect, useId, useRef, type ReactNode } from 'react';
-import { CloseIcon } from './icons';
+import { CloseIcon } from '../../../shared/ui/icons';
 
 export interface ModalProps {
   title: ReactNode;

@@ -1,7 +1,8 @@
 import { useId, useState, type ReactNode } from 'react';
 import { describeError } from '../../../../shared/api/api-error';
+import { PlusIcon, TrashIcon } from '../../../../shared/ui/icons';
 import type { Issue, NodeData, ToolInfo } from '../../api/builder-api';
-import { NodeTypeIcon, PlusIcon, TrashIcon } from '../../ui/icons';
+import { NodeTypeIcon } from '../../ui/icons';
 import {
   connect,
   removeElements,

@@ -1,5 +1,5 @@
 import { useId, useState, type KeyboardEvent } from 'react';
-import { CloseIcon } from '../../ui/icons';
+import { CloseIcon } from '../../../../shared/ui/icons';
 
 const MAX_TAGS = 20;
 const MAX_TAG_LENGTH = 50;

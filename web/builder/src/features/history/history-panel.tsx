@@ -2,10 +2,10 @@ import { useId, useState } from 'react';
 import { describeError } from '../../../../shared/api/api-error';
 import { ConfirmDialog } from '../../../../shared/ui/confirm-dialog';
 import { formatDateTime, formatRelative } from '../../../../shared/ui/format';
+import { RefreshIcon } from '../../../../shared/ui/icons';
 import { PendingState } from '../../../../shared/ui/pending-state';
 import { useAsync } from '../../../../shared/ui/use-async';
 import type { BuilderApi, VersionSummary, Workflow } from '../../api/builder-api';
-import { RefreshIcon } from '../../ui/icons';
 import { Modal } from '../../ui/modal';
 import { PreviewCanvas } from '../editor/preview-canvas';
 import { DiffView } from './diff-view';
@@ -24,6 +24,39 @@ function sourceText(v: VersionSummary): string {
   if (v.source === 'create') return 'Created';
   if (v.source === 'rollback') return v.restored_from !== null ? `Restored from v${v.restored_from}` : 'Restored';
   return 'Saved';
+}
+
+/** One end of the comparison: a labelled choice among the saved versions. */
+function VersionSelect({
+  id,
+  label,
+  versions,
+  value,
+  onChange,
+}: {
+  id: string;
+  label: string;
+  versions: readonly VersionSummary[];
+  value: number | null;
+  onChange: (version: number) => void;
+}) {
+  return (
+    <div className="field">
+      <label htmlFor={id}>{label}</label>
+      <select
+        id={id}
+        className="input input--small"
+        value={value ?? ''}
+        onChange={(event) => onChange(Number(event.target.value))}
+      >
+        {versions.map((v) => (
+          <option key={v.version} value={v.version}>
+            v{v.version}
+          </option>
+        ))}
+      </select>
+    </div>
+  );
 }
 
 /** Every saved version: view one, compare two side by side, restore one as the newest version. */
@@ -79,36 +112,8 @@ export function HistoryPanel({ api, workflowId, currentVersion, dirty, onRestore
           if (fromValue !== null && toValue !== null) setComparing({ from: fromValue, to: toValue });
         }}
       >
-        <div className="field">
-          <label htmlFor={`${id}-from`}>From</label>
-          <select
-            id={`${id}-from`}
-            className="input input--small"
-            value={fromValue ?? ''}
-            onChange={(event) => setFrom(Number(event.target.value))}
-          >
-            {list.map((v) => (
-              <option key={v.version} value={v.version}>
-                v{v.version}
-              </option>
-            ))}
-          </select>
-        </div>
-        <div className="field">
-          <label htmlFor={`${id}-to`}>To</label>
-          <select
-            id={`${id}-to`}
-            className="input input--small"
-            value={toValue ?? ''}
-            onChange={(event) => setTo(Number(event.target.value))}
-          >
-            {list.map((v) => (
-              <option key={v.version} value={v.version}>
-                v{v.version}
-              </option>
-            ))}
-          </select>
-        </div>
+        <VersionSelect id={`${id}-from`} label="From" versions={list} value={fromValue} onChange={setFrom} />
+        <VersionSelect id={`${id}-to`} label="To" versions={list} value={toValue} onChange={setTo} />
         <button type="submit" className="button button--small" disabled={list.length < 2 || fromValue === toValue}>
           Compare
         </button>

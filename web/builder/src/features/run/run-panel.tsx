@@ -1,9 +1,10 @@
 import { useId, useState, type FormEvent } from 'react';
 import { formatDateTime, formatRelative, prettyJson } from '../../../../shared/ui/format';
+import { RefreshIcon, StopIcon, WrenchIcon } from '../../../../shared/ui/icons';
 import { PendingState } from '../../../../shared/ui/pending-state';
 import { useAsync } from '../../../../shared/ui/use-async';
 import type { BuilderApi, Run, RunStatus } from '../../api/builder-api';
-import { CheckIcon, NodeTypeIcon, PlayIcon, RefreshIcon, StopIcon, WrenchIcon } from '../../ui/icons';
+import { CheckIcon, NodeTypeIcon, PlayIcon } from '../../ui/icons';
 import type { RunControl } from './use-run';
 import type { RunView, TimelineItem, ToolStep } from './run-model';
 

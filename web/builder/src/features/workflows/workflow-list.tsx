@@ -2,6 +2,7 @@ import { useEffect, useId, useRef, useState, type ChangeEvent } from 'react';
 import { describeError } from '../../../../shared/api/api-error';
 import { ConfirmDialog } from '../../../../shared/ui/confirm-dialog';
 import { formatDateTime, formatRelative } from '../../../../shared/ui/format';
+import { PlusIcon, TrashIcon } from '../../../../shared/ui/icons';
 import { PendingState } from '../../../../shared/ui/pending-state';
 import {
   WorkflowInvalidError,
@@ -9,7 +10,7 @@ import {
   type WorkflowDefinition,
   type WorkflowSummary,
 } from '../../api/builder-api';
-import { DownloadIcon, PlusIcon, TrashIcon, UploadIcon } from '../../ui/icons';
+import { DownloadIcon, UploadIcon } from '../../ui/icons';
 import { useWorkflowList } from './use-workflow-list';
 import { definitionOf, exportWorkflow, parseWorkflowFile } from './workflow-file';
 

@@ -1,5 +1,6 @@
 import { useEffect, useId, useRef, useState, type KeyboardEvent } from 'react';
-import { SendIcon, StopIcon } from '../../ui/icons';
+import { StopIcon } from '../../../../shared/ui/icons';
+import { SendIcon } from '../../ui/icons';
 
 export interface ComposerProps {
   /** A turn is running: the Send button becomes Stop. */

@@ -1,8 +1,8 @@
 import type { ApiClient } from '../../../../shared/api/api-client';
 import { apiErrorFrom } from '../../../../shared/api/api-error';
+import { readServerSentEvents } from '../../../../shared/api/sse';
 import type { ToolCall, Usage } from '../../api/playground-api';
 import { toChatEvent, type ChatEvent } from './chat-events';
-import { readServerSentEvents } from './sse';
 
 /** The non-streamed answer, when a server replies with JSON in spite of the Accept header. */
 interface ChatResponse {

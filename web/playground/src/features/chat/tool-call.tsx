@@ -1,5 +1,5 @@
 import { prettyJson } from '../../../../shared/ui/format';
-import { WrenchIcon } from '../../ui/icons';
+import { WrenchIcon } from '../../../../shared/ui/icons';
 import type { ToolPart } from './chat-model';
 
 function resultText(result: unknown): string {

@@ -1,6 +1,6 @@
 import { useId, useRef, useState, type KeyboardEvent } from 'react';
+import { CloseIcon, RefreshIcon } from '../../../../shared/ui/icons';
 import type { PlaygroundApi } from '../../api/playground-api';
-import { CloseIcon, RefreshIcon } from '../../ui/icons';
 import { LogsTab } from './logs-tab';
 import { MetricsTab } from './metrics-tab';
 import { TraceTab } from './trace-tab';
