@@ -1,0 +1,112 @@
+import { request } from 'node:http';
+import { startFakeOpenAi } from '../../test/fakes/openai.js';
+import { JSON_HEADERS, adminToken, bearer, checkOk } from '../client.js';
+import type { Context } from '../context.js';
+import { type Row, valueRow } from '../report.js';
+import { freshDatabase, startService } from '../service.js';
+
+/**
+ * Streamed chat, first-token overhead: a loopback OpenAI-compatible server (the tests' fake, streaming SSE chunks,
+ * waiting a fixed 20 ms before the first) behind the service (`LLM_PROVIDER=openai`). The time to the first
+ * `token` event of `POST /api/playground/chat` with `stream: true`, minus the time to the first content chunk of
+ * the same completion asked of the fake directly; p50 of each over sequential turns.
+ */
+
+const SECTION = 'Streamed chat, time to first token (playground POST /api/playground/chat)';
+const DELAY_MS = 20;
+const MODEL = 'gpt-4o-mini';
+
+/** Milliseconds from sending the request to the first chunk of the body containing `marker`. */
+function timeToFirst(url: string, headers: Record<string, string>, body: string, marker: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const target = new URL(url);
+    const began = performance.now();
+    let seen = '';
+    const req = request(
+      { host: target.hostname, port: target.port, path: target.pathname, method: 'POST', headers },
+      (res) => {
+        if (res.statusCode !== 200) {
+          res.resume();
+          reject(new Error(`${url} answered ${res.statusCode}`));
+          return;
+        }
+        let done = false;
+        res.on('data', (chunk: Buffer) => {
+          if (done) return;
+          seen += chunk.toString('utf8');
+          if (seen.includes(marker)) {
+            done = true;
+            resolve(performance.now() - began);
+          }
+        });
+        res.on('end', () => {
+          if (!done) reject(new Error(`${url}: no ${JSON.stringify(marker)} in ${seen.slice(0, 300)}`));
+        });
+      },
+    );
+    req.on('error', reject);
+    req.end(body);
+  });
+}
+
+const p50 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+export async function chatFirstTokenRow(ctx: Context): Promise<Row> {
+  const name = `first-token overhead p50 (model's first chunk after ${DELAY_MS} ms)`;
+  const fake = await startFakeOpenAi([MODEL]);
+  fake.delayMs = DELAY_MS;
+  try {
+    const database = await freshDatabase(ctx.tmp, 'chat');
+    const service = await startService({
+      name: 'service-chat',
+      database,
+      logDir: ctx.logDir,
+      env: { LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: MODEL, LLM_API_KEY: 'sk-bench' },
+    });
+    try {
+      const auth = { ...bearer(await adminToken(service.main)), ...JSON_HEADERS };
+      const created = await checkOk('create playground session', `${service.playground}/api/playground/sessions`, {
+        method: 'POST',
+        headers: auth,
+        body: JSON.stringify({ name: 'bench' }),
+      });
+      const sessionId = (JSON.parse(created) as { session_id: string }).session_id;
+      const viaService = () =>
+        timeToFirst(
+          `${service.playground}/api/playground/chat`,
+          { ...auth, Accept: 'text/event-stream' },
+          JSON.stringify({ session_id: sessionId, message: 'Say hello', stream: true }),
+          'event: token',
+        );
+      const direct = () =>
+        timeToFirst(
+          `${fake.url}/chat/completions`,
+          { ...JSON_HEADERS, Authorization: 'Bearer sk-bench' },
+          JSON.stringify({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'Say hello' }] }),
+          '"content":"(fake)',
+        );
+      const turns = ctx.settings.chatTurns;
+      ctx.log(`chat: ${turns} streamed turns through the service and ${turns} straight to the fake model`);
+      await viaService();
+      await direct();
+      const ours: number[] = [];
+      const theirs: number[] = [];
+      for (let i = 0; i < turns; i++) {
+        ours.push(await viaService());
+        theirs.push(await direct());
+      }
+      const overhead = p50(ours) - p50(theirs);
+      return {
+        ...valueRow(SECTION, name, overhead, 'ms', 5, {
+          baseline: p50(theirs),
+          note: `through the service p50 ${p50(ours).toFixed(2)} ms, straight to the model p50 ${p50(theirs).toFixed(2)} ms (${turns} turns each); baseline column = direct`,
+        }),
+        ratio: null,
+      };
+    } finally {
+      await service.stop();
+    }
+  } finally {
+    await fake.close();
+  }
+}
