@@ -6,6 +6,7 @@ import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import type { DatabaseTarget } from '../config.js';
 import type { Database } from './database.js';
+import { cachingStatements } from './statement-cache.js';
 
 /** A connected database: the Kysely handle plus what health checks and shutdown need to know about it. */
 export interface Db {
@@ -96,7 +97,7 @@ function openSqlite(filename: string): Db {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: sqlite }) });
+  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
   return {
     kysely,
     dialect: 'sqlite',
