@@ -115,6 +115,7 @@ const envSchema = z.object({
   BODY_LIMIT_BYTES: positiveInt(1_048_576),
   SHUTDOWN_TIMEOUT_MS: positiveInt(5_000),
   HEALTH_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
+  AUTHZ_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
 });
 
 /**
@@ -214,6 +215,8 @@ export interface Config {
   bodyLimitBytes: number;
   shutdownTimeoutMs: number;
   healthCacheMs: number;
+  /** How long an authorization decision is reused (0: never); another instance's change is seen within it. */
+  authzCacheMs: number;
 }
 
 /** Thrown when configuration is invalid; `problems` holds one line per bad key. */
@@ -364,5 +367,6 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     bodyLimitBytes: env.BODY_LIMIT_BYTES,
     shutdownTimeoutMs: env.SHUTDOWN_TIMEOUT_MS,
     healthCacheMs: env.HEALTH_CACHE_MS,
+    authzCacheMs: env.AUTHZ_CACHE_MS,
   };
 }

@@ -1,4 +1,5 @@
 import type { Redis } from 'ioredis';
+import { cachingDecisions } from '../adapters/authz/cached.js';
 import { createEmbeddedAuthz } from '../adapters/authz/embedded.js';
 import { createOpenFgaAuthz } from '../adapters/authz/openfga.js';
 import type { AuthzService } from '../adapters/authz/port.js';
@@ -68,10 +69,11 @@ export function buildInfrastructure(config: Config, deps: { logger: Logger; now:
           counters: createMemoryCounterStore(clock),
           ephemeral: createMemoryEphemeralStore(clock),
         };
-  const authz =
+  const tuples =
     config.authz.provider === 'openfga'
       ? createOpenFgaAuthz(config.authz, authorizationModel())
       : createEmbeddedAuthz(db, authorizationModel(), now);
+  const authz = config.authzCacheMs > 0 ? cachingDecisions(tuples, { ttlMs: config.authzCacheMs }) : tuples;
   const llm =
     config.llm.provider === 'openai'
       ? createOpenAiLlm({

@@ -1,4 +1,6 @@
+import { cachingDecisions } from '../../src/adapters/authz/cached.js';
 import { createEmbeddedAuthz } from '../../src/adapters/authz/embedded.js';
+import type { AuthzService } from '../../src/adapters/authz/port.js';
 import { createDb } from '../../src/db/create-db.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { authorizationModel } from '../../src/modules/authz/model.js';
@@ -10,17 +12,26 @@ const model = authorizationModel();
 
 for (const dialect of DIALECTS) {
   describeWithService(`embedded evaluator on ${dialect.name}`, dialect.availability, () => {
-    authzContract(`embedded (${dialect.name})`, async () => {
+    const subject = (wrap: (authz: AuthzService) => AuthzService) => async () => {
       const database = await dialect.create();
       const db = createDb(database.target);
       await migrateToLatest(db);
       return {
-        authz: createEmbeddedAuthz(db, model),
+        authz: wrap(createEmbeddedAuthz(db, model)),
         cleanup: async () => {
           await db.destroy();
           await database.cleanup();
         },
       };
-    });
+    };
+    authzContract(
+      `embedded (${dialect.name})`,
+      subject((authz) => authz),
+    );
+    // The decision cache in front of it must not change one answer: every write clears what it remembered.
+    authzContract(
+      `embedded (${dialect.name}) behind the decision cache`,
+      subject((authz) => cachingDecisions(authz, { ttlMs: 60_000 })),
+    );
   });
 }
