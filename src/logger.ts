@@ -25,9 +25,14 @@ export interface LoggerOptions {
   destination?: 'stdout' | 'stderr';
 }
 
+/**
+ * The service's logger. Lines are written asynchronously: a write in flight never blocks the event loop (a slow
+ * reader of a pipe would otherwise stall every request), lines logged meanwhile go out together in the next
+ * write, and whatever is still buffered is flushed synchronously when the process exits.
+ */
 export function createLogger({ level, destination = 'stdout' }: LoggerOptions): Logger {
   return pino(
     { level, base: { service: 'agent-service' }, redact: { paths: REDACT, censor: '[redacted]' } },
-    pino.destination({ fd: destination === 'stderr' ? 2 : 1, sync: true }),
+    pino.destination({ fd: destination === 'stderr' ? 2 : 1, sync: false }),
   );
 }

@@ -54,6 +54,9 @@ export function createListenerApp(options: ListenerAppOptions): express.Express 
   const { name, logger, metrics, lifecycle, bodyLimitBytes } = options;
   const app = express();
   app.disable('x-powered-by');
+  // Responses are dynamic and mostly authenticated: hashing every body for a weak ETag costs more than it saves.
+  // Routes that version a resource set their own ETag.
+  app.set('etag', false);
   app.set('query parser', 'simple');
   app.set('trust proxy', options.trustProxy ?? false);
   const areas = new ErrorAreas();

@@ -22,6 +22,7 @@ export function createMetrics(): Metrics {
   const registry = new client.Registry();
   client.collectDefaultMetrics({ register: registry });
   const labelNames = ['listener', 'method', 'route', 'status_code'] as const;
+  type Label = (typeof labelNames)[number];
   const requests = new client.Counter({
     name: 'http_requests_total',
     help: 'HTTP requests served, by listener, method, route pattern and status code',
@@ -35,17 +36,26 @@ export function createMetrics(): Metrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
     registers: [registry],
   });
+  // One child per label set, found by a plain string key: prom-client would otherwise hash the label object of
+  // every observation.
+  const series = new Map<string, { count: client.Counter.Internal; time: client.Histogram.Internal<Label> }>();
+  const seriesOf = (listener: string, method: string, route: string, statusCode: string) => {
+    const key = `${listener} ${method} ${statusCode} ${route}`;
+    let found = series.get(key);
+    if (!found) {
+      const labels = { listener, method, route, status_code: statusCode };
+      found = { count: requests.labels(labels), time: duration.labels(labels) };
+      series.set(key, found);
+    }
+    return found;
+  };
   const httpMiddleware: RequestHandler = (req, res, next) => {
-    const started = process.hrtime.bigint();
+    const started = performance.now();
     res.once('finish', () => {
-      const labels = {
-        listener: typeof res.locals.listener === 'string' ? res.locals.listener : 'main',
-        method: req.method,
-        route: routeLabel(req, res.locals),
-        status_code: String(res.statusCode),
-      };
-      requests.inc(labels);
-      duration.observe(labels, Number(process.hrtime.bigint() - started) / 1e9);
+      const listener = typeof res.locals.listener === 'string' ? res.locals.listener : 'main';
+      const { count, time } = seriesOf(listener, req.method, routeLabel(req, res.locals), String(res.statusCode));
+      count.inc();
+      time.observe((performance.now() - started) / 1000);
     });
     next();
   };

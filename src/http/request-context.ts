@@ -1,9 +1,17 @@
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
-import type { Request } from 'express';
-import { pinoHttp } from 'pino-http';
+import type { Request, RequestHandler } from 'express';
 import type { Logger } from '../logger.js';
 import type { ClientInfo } from '../ports/caller.js';
+
+declare module 'node:http' {
+  interface IncomingMessage {
+    /** The request id: the caller's `X-Request-Id` when it is sane, else a UUID. */
+    id: string;
+    /** A logger whose every line carries the request id, method and listener. */
+    log: Logger;
+  }
+}
 
 const SAFE_REQUEST_ID = /^[A-Za-z0-9._:-]{1,128}$/;
 const QUIET_PATHS = /^\/(health(\/|$)|metrics$|api\/(playground|builder)\/health$)/;
@@ -19,34 +27,52 @@ function loggedUrl(req: IncomingMessage, res: ServerResponse): string {
   return path.length > 200 ? `${path.slice(0, 200)}…` : path;
 }
 
+/** Where the log line of a finished request goes: probes and scrapes only when debugging, failures louder. */
+function levelOf(req: IncomingMessage, res: ServerResponse): 'error' | 'warn' | 'info' | 'debug' {
+  if (res.statusCode >= 500) return 'error';
+  // Probes and scrapes arrive every few seconds; they are only worth a line when debugging.
+  if (QUIET_PATHS.test(req.url ?? '')) return 'debug';
+  return res.statusCode >= 400 ? 'warn' : 'info';
+}
+
 /**
  * Gives every request an id (the caller's `X-Request-Id` when it is sane, else a UUID), echoes it in the
- * response, and binds a child logger to `req.log` so every line logged for the request carries it.
+ * response, offers `req.log` (a child logger carrying the id, made only when something logs through it), and
+ * writes one line when the response finishes. Only what is known and safe is logged: the method, the route
+ * pattern, the status and the time taken, never headers, query strings or bodies.
+ *
+ * Written for the hot path: a request that logs nothing itself costs one id, one header and, at a level that
+ * prints it, one log call.
  */
-export function requestContext(logger: Logger, listener: string) {
-  return pinoHttp({
-    logger,
-    genReqId(req: IncomingMessage, res: ServerResponse) {
-      const given = req.headers['x-request-id'];
-      const id = typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
-      res.setHeader('X-Request-Id', id);
-      return id;
-    },
-    customProps: () => ({ listener }),
-    customLogLevel(req, res, err) {
-      if (err || res.statusCode >= 500) return 'error';
-      // Probes and scrapes arrive every few seconds; they are only worth a line when debugging.
-      if (QUIET_PATHS.test(req.url ?? '')) return 'debug';
-      return res.statusCode >= 400 ? 'warn' : 'info';
-    },
-    // Bound to every line logged for the request, when it arrives, so only what is known and safe then.
-    serializers: {
-      req: (req: { id: unknown; method: string }) => ({ id: req.id, method: req.method }),
-      res: (res: { statusCode: number }) => ({ statusCode: res.statusCode }),
-    },
-    customSuccessObject: (req, res, fields: object) => ({ ...fields, url: loggedUrl(req, res) }),
-    customErrorObject: (req, res, _err, fields: object) => ({ ...fields, url: loggedUrl(req, res) }),
-  });
+export function requestContext(logger: Logger, listener: string): RequestHandler {
+  return (req, res, next) => {
+    const started = Date.now();
+    const given = req.headers['x-request-id'];
+    const id = typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
+    req.id = id;
+    res.setHeader('X-Request-Id', id);
+    let child: Logger | undefined;
+    Object.defineProperty(req, 'log', {
+      configurable: true,
+      get: () => (child ??= logger.child({ listener, req: { id, method: req.method } })),
+    });
+    res.once('finish', () => {
+      const level = levelOf(req, res);
+      if (!logger.isLevelEnabled(level)) return;
+      const failed = res.statusCode >= 500;
+      logger[level](
+        {
+          listener,
+          req: { id, method: req.method },
+          res: { statusCode: res.statusCode },
+          responseTime: Date.now() - started,
+          url: loggedUrl(req, res),
+        },
+        failed ? 'request errored' : 'request completed',
+      );
+    });
+    next();
+  };
 }
 
 /** Where a request came from, for the audit log and session lists. */
