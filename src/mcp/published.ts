@@ -27,9 +27,11 @@ export interface PublishedWorkflows {
   subscribe(listener: (change: PublishedChange) => void): () => void;
 }
 
-const INPUT = { input: z.string().max(20_000).default('').describe('What the run starts from (its first message)') };
+const INPUT = z.object({
+  input: z.string().max(20_000).default('').describe('What the run starts from (its first message)'),
+});
 const INPUT_SCHEMA = (() => {
-  const { $schema: _, ...schema } = z.toJSONSchema(z.object(INPUT), { io: 'input' }) as Record<string, unknown>;
+  const { $schema: _, ...schema } = z.toJSONSchema(INPUT, { io: 'input' }) as Record<string, unknown>;
   return schema as Tool['inputSchema'];
 })();
 const ANNOTATIONS = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };

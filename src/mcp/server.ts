@@ -68,6 +68,21 @@ function callerFrom(extra: { authInfo?: AuthInfo }, fallback: Caller | undefined
 }
 
 const described = new WeakMap<ToolDefinition, Tool>();
+const objects = new WeakMap<z.ZodRawShape, z.ZodObject>();
+
+/**
+ * A tool's argument shape as one object schema, built once. Every session registers every tool, and the SDK turns
+ * a bare shape into a new object schema at registration and again on every call: handing it the finished schema
+ * keeps both off the heap and off the hot path.
+ */
+function objectSchema(shape: z.ZodRawShape): z.ZodObject {
+  let schema = objects.get(shape);
+  if (!schema) {
+    schema = z.object(shape);
+    objects.set(shape, schema);
+  }
+  return schema;
+}
 
 /**
  * A tool as `tools/list` shows it: schemas from the same zod shapes that validate the arguments. Converting them
@@ -110,8 +125,8 @@ export function createMcpServer(deps: McpServerDeps, fallbackCaller?: Caller): M
       {
         title: tool.title,
         description: tool.description,
-        inputSchema: tool.inputSchema,
-        ...(tool.outputSchema && { outputSchema: tool.outputSchema }),
+        inputSchema: objectSchema(tool.inputSchema),
+        ...(tool.outputSchema && { outputSchema: objectSchema(tool.outputSchema) }),
         annotations: tool.annotations,
       },
       async (args: unknown, extra) => {
@@ -247,13 +262,20 @@ function promptArgumentError(thrown: unknown): McpError | InternalError {
   return new McpError(ErrorCode.InvalidParams, error.message, error.status === 404 ? NOT_FOUND_DATA : undefined);
 }
 
+// Built once: every session registers the prompts.
+const SUMMARIZE_ARGS = { conversation_id: z.string().min(1).max(64).describe('The conversation to summarize') };
+const RESEARCH_ARGS = {
+  topic: z.string().min(1).max(500).describe('What to research'),
+  depth: z.enum(['brief', 'thorough']).optional().describe('brief (default) or thorough'),
+};
+
 function registerPrompts(server: McpServer, deps: McpServerDeps, fallbackCaller: Caller | undefined): void {
   server.registerPrompt(
     'summarize_conversation',
     {
       title: 'Summarize a conversation',
       description: 'A request to summarize one of your conversations, with its transcript',
-      argsSchema: { conversation_id: z.string().min(1).max(64).describe('The conversation to summarize') },
+      argsSchema: SUMMARIZE_ARGS,
     },
     async ({ conversation_id }, extra) => {
       const caller = callerFrom(extra, fallbackCaller);
@@ -287,10 +309,7 @@ function registerPrompts(server: McpServer, deps: McpServerDeps, fallbackCaller:
     {
       title: 'Research a topic',
       description: 'Ask the agent to research a topic with its search tool and report with sources',
-      argsSchema: {
-        topic: z.string().min(1).max(500).describe('What to research'),
-        depth: z.enum(['brief', 'thorough']).optional().describe('brief (default) or thorough'),
-      },
+      argsSchema: RESEARCH_ARGS,
     },
     ({ topic, depth }) => ({
       description: `Research ${topic}`,
