@@ -23,15 +23,25 @@ const QUIET_PATHS = /^\/(health(\/|$)|metrics$|api\/(playground|builder)\/health
 function loggedUrl(req: IncomingMessage, res: ServerResponse): string {
   const route = (res as ServerResponse & { locals?: { route?: unknown } }).locals?.route;
   if (typeof route === 'string') return route;
-  const path = (req.url ?? '').split('?')[0] ?? '';
+  const path = pathOf(req);
   return path.length > 200 ? `${path.slice(0, 200)}…` : path;
+}
+
+/**
+ * The path as the client sent it. Express strips a router's mount point from `req.url` while routing and leaves
+ * it stripped once a route has answered (`/health/live` reads `/live` by then); `originalUrl` keeps it whole.
+ */
+function pathOf(req: IncomingMessage): string {
+  const url = (req as IncomingMessage & { originalUrl?: string }).originalUrl ?? req.url ?? '';
+  const query = url.indexOf('?');
+  return query === -1 ? url : url.slice(0, query);
 }
 
 /** Where the log line of a finished request goes: probes and scrapes only when debugging, failures louder. */
 function levelOf(req: IncomingMessage, res: ServerResponse): 'error' | 'warn' | 'info' | 'debug' {
   if (res.statusCode >= 500) return 'error';
   // Probes and scrapes arrive every few seconds; they are only worth a line when debugging.
-  if (QUIET_PATHS.test(req.url ?? '')) return 'debug';
+  if (QUIET_PATHS.test(pathOf(req))) return 'debug';
   return res.statusCode >= 400 ? 'warn' : 'info';
 }
 

@@ -83,6 +83,7 @@ async function start(options: { lifecycle?: Lifecycle; bodyLimitBytes?: number }
       group('/mcp', 'mcp'),
       group('/scim/v2', 'scim'),
       group('/api/v1/users', 'data-subject'),
+      group('/health', 'envelope'),
     ],
   });
   const served = await serveOnLoopback(app);
@@ -207,6 +208,19 @@ describe('listener plumbing', () => {
       .filter((line) => line.msg === 'request completed')
       .map((line) => (line.req as { id: string }).id);
     expect(ids).toEqual([generated.headers.get('x-request-id'), hostile.headers.get('x-request-id')]);
+  });
+
+  it('logs probes at debug and other requests at info, each under its whole route pattern', async () => {
+    const { url, logs } = await start();
+    await fetch(`${url}/health/widgets/w1`, json({ name: 'probe' }));
+    await fetch(`${url}/api/widgets/w2?secret=1`, json({ name: 'call' }));
+    const lines = logs().filter((line) => line.msg === 'request completed');
+    expect(lines.map(({ level, url: logged, res }) => ({ level, url: logged, res }))).toEqual([
+      { level: 20, url: '/health/widgets/:widget_id', res: { statusCode: 201 } },
+      { level: 30, url: '/api/widgets/:widget_id', res: { statusCode: 201 } },
+    ]);
+    expect(lines[1]).toMatchObject({ listener: 'main', req: { method: 'POST' } });
+    expect(lines[1]!.responseTime).toEqual(expect.any(Number));
   });
 
   it('counts requests by route pattern and times them', async () => {
