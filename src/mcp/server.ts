@@ -10,7 +10,7 @@ import type { ConversationsService } from '../modules/conversations/index.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
 import type { McpPolicy } from './policy.js';
 import { type PublishedWorkflows, describePublished, registerPublishedWorkflows } from './published.js';
-import { type ToolDefinition, type ToolExecutor, type ToolRefusal, refusalResult } from './tools.js';
+import { type ToolDefinition, type ToolExecutor, type ToolRefusal, objectSchema, refusalResult } from './tools.js';
 
 export const SERVER_INFO = { name: SERVICE_NAME, version: SERVICE_VERSION, title: 'Agent Service' };
 
@@ -68,21 +68,6 @@ function callerFrom(extra: { authInfo?: AuthInfo }, fallback: Caller | undefined
 }
 
 const described = new WeakMap<ToolDefinition, Tool>();
-const objects = new WeakMap<z.ZodRawShape, z.ZodObject>();
-
-/**
- * A tool's argument shape as one object schema, built once. Every session registers every tool, and the SDK turns
- * a bare shape into a new object schema at registration and again on every call: handing it the finished schema
- * keeps both off the heap and off the hot path.
- */
-function objectSchema(shape: z.ZodRawShape): z.ZodObject {
-  let schema = objects.get(shape);
-  if (!schema) {
-    schema = z.object(shape);
-    objects.set(shape, schema);
-  }
-  return schema;
-}
 
 /**
  * A tool as `tools/list` shows it: schemas from the same zod shapes that validate the arguments. Converting them
@@ -92,7 +77,7 @@ function describeTool(tool: ToolDefinition): Tool {
   const known = described.get(tool);
   if (known) return known;
   const schema = (shape: z.ZodRawShape) => {
-    const { $schema: _, ...json } = z.toJSONSchema(z.object(shape), { io: 'input' }) as Record<string, unknown>;
+    const { $schema: _, ...json } = z.toJSONSchema(objectSchema(shape), { io: 'input' }) as Record<string, unknown>;
     return json as Tool['inputSchema'];
   };
   return {

@@ -70,6 +70,22 @@ export interface ToolRefusal {
 /** What running a tool comes to: its result (a tool error included), or a refusal of the call. */
 export type ToolOutcome = { kind: 'completed'; result: CallToolResult } | ToolRefusal;
 
+const objects = new WeakMap<z.ZodRawShape, z.ZodObject>();
+
+/**
+ * A tool's argument shape as one object schema, built once. Every MCP session registers every tool, and the SDK
+ * turns a bare shape into a new object schema at registration and again on every call: handing it (and every
+ * other caller) the finished schema keeps both off the heap and off the hot path.
+ */
+export function objectSchema(shape: z.ZodRawShape): z.ZodObject {
+  let schema = objects.get(shape);
+  if (!schema) {
+    schema = z.object(shape);
+    objects.set(shape, schema);
+  }
+  return schema;
+}
+
 export function textResult(text: string, structured?: Record<string, unknown>): CallToolResult {
   return { content: [{ type: 'text', text }], ...(structured && { structuredContent: structured }), isError: false };
 }
@@ -142,7 +158,7 @@ export class ToolExecutor {
   #parametersOf(tool: ToolDefinition): Record<string, unknown> {
     let parameters = this.#parameters.get(tool.name);
     if (!parameters) {
-      const { $schema: _, ...schema } = z.toJSONSchema(z.object(tool.inputSchema), { io: 'input' }) as Record<
+      const { $schema: _, ...schema } = z.toJSONSchema(objectSchema(tool.inputSchema), { io: 'input' }) as Record<
         string,
         unknown
       >;
@@ -161,7 +177,7 @@ export class ToolExecutor {
   ): Promise<CallToolResult> {
     const tool = this.#tools.get(name);
     if (!tool) return { content: [{ type: 'text', text: `Unknown tool ${name}` }], isError: true };
-    const parsed = z.object(tool.inputSchema).safeParse(args ?? {});
+    const parsed = objectSchema(tool.inputSchema).safeParse(args ?? {});
     if (!parsed.success) {
       const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ');
       return { content: [{ type: 'text', text: `Invalid arguments for ${name}: ${problems}` }], isError: true };
