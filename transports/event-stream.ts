@@ -17,7 +17,14 @@ export function openEventStream(res: Response): EventStream {
   res.flushHeaders();
   return {
     send(type, data) {
-      if (!res.writableEnded) res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+      if (res.writableEnded) return;
+      const socket = res.socket;
+      const corked = socket?.writableCorked ?? 0;
+      res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+      // Node corks the socket on a write and uncorks it only on the next tick, which comes once the turn's
+      // pending promise work has run (the rest of a buffered model answer, database writes): undone here, so
+      // each event leaves when it is written rather than when the process next comes up for air.
+      if (socket && socket.writableCorked > corked) socket.uncork();
     },
     end: () => res.end(),
   };
