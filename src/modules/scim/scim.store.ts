@@ -3,6 +3,7 @@ import { chunks } from '../../db/chunks.js';
 import type { Db } from '../../db/create-db.js';
 import { type Executor, type GroupRow, type User, findGroupsByIds, findUsersByIds } from '../users/index.js';
 import type { Column, FilterMapping, ValueSource } from './scim.filter.js';
+import { userSearch } from './scim.search.js';
 import { ENTERPRISE_USER_SCHEMA, GROUP_RESOURCE, type ResourceDef, USER_RESOURCE } from './scim.schemas.js';
 import type { ScimGroupRow, ScimUserAddressRow, ScimUserRow, ScimUserValueRow, ScimUsersTable } from './scim.tables.js';
 
@@ -22,6 +23,20 @@ export function registerSqlFunctions(db: Db): void {
 
 const column = (ref: string, nullable = true, folded = false): Column => ({ ref: sql.ref(ref), nullable, folded });
 const expression = (ref: RawBuilder<unknown>, nullable: boolean, folded = false): Column => ({ ref, nullable, folded });
+
+/**
+ * A column of `u` (users) or `su` (scim_users) whose substrings the trigram indexes of migrations/0012_scim_search.ts
+ * find. `folded`: compared as stored (a `*_key` column, or a case-exact attribute); `sorted`: a B-tree on it answers
+ * `sw` already.
+ */
+const searchable = (
+  ref: `${'u' | 'su'}.${string}`,
+  { nullable = true, folded = false, sorted = false }: { nullable?: boolean; folded?: boolean; sorted?: boolean } = {},
+): Column => {
+  const [alias, name] = ref.split('.') as ['u' | 'su', string];
+  const table = alias === 'u' ? 'users_search' : 'users_search_scim';
+  return { ...column(ref, nullable, folded), search: userSearch(table, name, { folded, sorted }) };
+};
 
 type Target = ReturnType<FilterMapping['target']>;
 
@@ -77,7 +92,7 @@ function userValues(attribute: string, caseExact = false): ValueSource {
 /** The primary email is users.email (the sign-in email); its SCIM sub-attributes are in scim_users. */
 const PRIMARY_EMAIL: ValueSource = {
   columns: {
-    value: column('u.email_key', false, true),
+    value: searchable('u.email_key', { nullable: false, folded: true, sorted: true }),
     display: column('su.email_display'),
     type: column('su.email_type'),
     primary: column('su.email_primary'),
@@ -135,23 +150,27 @@ const USER_GROUPS = memberships(
 );
 
 export const USER_FILTERS = filterMapping(USER_RESOURCE, 'u', {
-  externalId: { kind: 'column', column: column('su.external_id') },
-  userName: { kind: 'column', column: column('u.username_key', false, true) },
+  // externalId is case-exact: compared as stored, like a key.
+  externalId: { kind: 'column', column: searchable('su.external_id', { folded: true, sorted: true }) },
+  userName: {
+    kind: 'column',
+    column: searchable('u.username_key', { nullable: false, folded: true, sorted: true }),
+  },
   name: {
     kind: 'complex',
     columns: {
-      formatted: column('u.name'),
-      familyName: column('su.family_name'),
-      givenName: column('su.given_name'),
+      formatted: searchable('u.name'),
+      familyName: searchable('su.family_name'),
+      givenName: searchable('su.given_name'),
       middleName: column('su.middle_name'),
       honorificPrefix: column('su.honorific_prefix'),
       honorificSuffix: column('su.honorific_suffix'),
     },
   },
-  displayName: { kind: 'column', column: column('su.display_name') },
-  nickName: { kind: 'column', column: column('su.nick_name') },
+  displayName: { kind: 'column', column: searchable('su.display_name') },
+  nickName: { kind: 'column', column: searchable('su.nick_name') },
   profileUrl: { kind: 'column', column: column('su.profile_url') },
-  title: { kind: 'column', column: column('su.title') },
+  title: { kind: 'column', column: searchable('su.title') },
   userType: { kind: 'column', column: column('su.user_type') },
   preferredLanguage: { kind: 'column', column: column('su.preferred_language') },
   locale: { kind: 'column', column: column('su.locale') },
@@ -292,26 +311,45 @@ export async function loadUsers(db: Executor, ids: string[], withGroups = true):
       ? db.selectFrom('scim_users').select(['user_id', 'display_name']).where('user_id', 'in', managerIds).execute()
       : Promise.resolve([]),
   ]);
+  // One pass over each kind of row, whatever the page size (no search of every row for every user).
   const byId = new Map(userRows.map((u) => [u.id, u]));
+  const scimById = new Map(scimRows.map((r) => [r.user_id, r]));
+  const managerById = new Map(managers.map((m) => [m.id, m]));
+  const managerNameById = new Map(managerNames.map((m) => [m.user_id, m.display_name]));
+  const valuesById = groupBy(values, (v) => v.user_id);
+  const addressesById = groupBy(addressRows, (a) => a.user_id);
+  const groupsById = groupBy(groupRows, (g) => g.user_id);
   return ids.flatMap((id) => {
     const user = byId.get(id);
     if (!user) return [];
-    const scim = scimRows.find((r) => r.user_id === id);
-    const manager = scim?.manager_id ? managers.find((m) => m.id === scim.manager_id) : undefined;
+    const scim = scimById.get(id);
+    const manager = scim?.manager_id ? managerById.get(scim.manager_id) : undefined;
     return [
       {
         user,
         scim,
-        values: values.filter((v) => v.user_id === id),
-        addresses: addressRows.filter((a) => a.user_id === id),
-        groups: groupRows.filter((g) => g.user_id === id).map((g) => ({ id: g.id, display: g.display_name ?? g.name })),
+        values: valuesById.get(id) ?? [],
+        addresses: addressesById.get(id) ?? [],
+        groups: (groupsById.get(id) ?? []).map((g) => ({ id: g.id, display: g.display_name ?? g.name })),
         manager: manager && {
           id: manager.id,
-          displayName: managerNames.find((m) => m.user_id === manager.id)?.display_name ?? manager.username,
+          displayName: managerNameById.get(manager.id) ?? manager.username,
         },
       },
     ];
   });
+}
+
+/** Rows by a key, each list in the rows' order. */
+function groupBy<T>(rows: T[], key: (row: T) => string): Map<string, T[]> {
+  const groups = new Map<string, T[]>();
+  for (const row of rows) {
+    const k = key(row);
+    const list = groups.get(k);
+    if (list) list.push(row);
+    else groups.set(k, [row]);
+  }
+  return groups;
 }
 
 export interface UserWrite {
@@ -436,17 +474,17 @@ export async function loadGroups(db: Executor, ids: string[], withMembers: boole
       : Promise.resolve([]),
   ]);
   const byId = new Map(groupRows.map((g) => [g.id, g]));
+  const scimById = new Map(scimRows.map((r) => [r.group_id, r]));
+  const membersById = groupBy(memberRows, (m) => m.group_id);
   return ids.flatMap((id) => {
     const group = byId.get(id);
     if (!group) return [];
     return [
       {
         group,
-        scim: scimRows.find((r) => r.group_id === id),
+        scim: scimById.get(id),
         members: withMembers
-          ? memberRows
-              .filter((m) => m.group_id === id)
-              .map((m) => ({ id: m.id, display: m.display_name ?? m.username }))
+          ? (membersById.get(id) ?? []).map((m) => ({ id: m.id, display: m.display_name ?? m.username }))
           : undefined,
       },
     ];
