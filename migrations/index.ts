@@ -9,6 +9,7 @@ import * as m0007 from './0007_data_subject.js';
 import * as m0009 from './0009_conversation_search.js';
 import * as m0010 from './0010_playground.js';
 import * as m0011 from './0011_builder.js';
+import * as m0012 from './0012_scim_search.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -26,4 +27,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0009_conversation_search': m0009,
   '0010_playground': m0010,
   '0011_builder': m0011,
+  '0012_scim_search': m0012,
 };

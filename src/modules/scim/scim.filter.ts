@@ -481,6 +481,17 @@ export interface Column {
   nullable: boolean;
   /** An index-friendly form of `ref = value` (for an expression such as a coalesce of two key columns). */
   eq?: (value: string) => RawBuilder<SqlBool>;
+  /**
+   * A predicate an index answers that holds for every row where `expr` (the column as compared, folded or not)
+   * `op`s `needle` (the operand as compared): a superset the exact comparison then narrows, or undefined when the
+   * index cannot narrow this needle (too short, say). It must never be SQL NULL.
+   */
+  search?: (
+    op: 'co' | 'sw' | 'ew',
+    needle: string,
+    dialect: Dialect,
+    expr: RawBuilder<unknown>,
+  ) => RawBuilder<SqlBool> | undefined;
 }
 
 /** Rows holding the values of a multi-valued attribute (a table, or columns of the resource's own row). */
@@ -667,6 +678,12 @@ export class FilterCompiler {
     } else {
       const expr = operand.kind === 'string' && !def.caseExact && !column.folded ? this.#fold(ref) : ref;
       predicate = this.#text(expr, op, operand.value);
+      const candidates =
+        (op === 'co' || op === 'sw' || op === 'ew') && operand.value !== ''
+          ? column.search?.(op, operand.value, this.dialect, expr)
+          : undefined;
+      // The index narrows the rows; the exact comparison decides (so `not (…)` means what it says too).
+      if (candidates) predicate = sql<SqlBool>`(${candidates} AND ${predicate})`;
     }
     // `col IS NOT NULL AND …` is FALSE, not NULL, for a missing value: `not (…)` then matches it.
     return column.nullable ? sql<SqlBool>`(${ref} IS NOT NULL AND ${predicate})` : predicate;
