@@ -3,17 +3,20 @@ import { type Filter as ReferenceFilter, filter as referenceFilter, parse as ref
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { BadRequestError } from '../../src/errors.js';
 import type { Caller } from '../../src/ports/caller.js';
-import {
-  FilterCompiler,
-  type FilterNode,
-  parseFilter,
-  parsePatchPath,
-  prefixSuccessor,
-} from '../../src/modules/scim/scim.filter.js';
-import { USER_FILTERS, userPageQuery } from '../../src/modules/scim/scim.store.js';
+import { type FilterNode, parseFilter, parsePatchPath, prefixSuccessor } from '../../src/modules/scim/scim.filter.js';
 import { DIALECTS, type TestDatabase } from '../helpers/databases.js';
 import { describeWithService } from '../helpers/services.js';
-import { idOf, ENTERPRISE, GROUP, resourcesOf, type ScimClient, scimError, startScim, USER } from './helpers.js';
+import {
+  idOf,
+  ENTERPRISE,
+  GROUP,
+  resourcesOf,
+  type ScimClient,
+  scimError,
+  startScim,
+  USER,
+  userListingPlan,
+} from './helpers.js';
 
 function failure(run: () => unknown): { status: number; scimType: string | undefined; message: string } {
   try {
@@ -366,21 +369,7 @@ for (const dialect of DIALECTS) {
 
     if (dialect.name === 'sqlite') {
       it('answers eq and sw on userName, emails and externalId from indexes, never a scan of users', () => {
-        const raw = c.app.infrastructure.db.raw;
-        if (raw.dialect !== 'sqlite') throw new Error('sqlite expected');
-        const plan = (filter: string) => {
-          const where = new FilterCompiler(USER_FILTERS, 'sqlite').compile(parseFilter(filter));
-          const query = userPageQuery(c.app.infrastructure.db.kysely, {
-            where,
-            order: undefined,
-            offset: 0,
-            limit: 100,
-          }).compile();
-          const rows = raw.database
-            .prepare(`EXPLAIN QUERY PLAN ${query.sql}`)
-            .all(...(query.parameters as unknown[])) as { detail: string }[];
-          return rows.map((r) => r.detail).join('\n');
-        };
+        const plan = (filter: string) => userListingPlan(c.app, filter);
         for (const filter of [
           'userName eq "bjensen"',
           'userName sw "bj"',

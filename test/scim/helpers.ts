@@ -1,4 +1,6 @@
 import type { App, AppOverrides } from '../../src/app.js';
+import { FilterCompiler, parseFilter } from '../../src/modules/scim/scim.filter.js';
+import { USER_FILTERS, userPageQuery } from '../../src/modules/scim/scim.store.js';
 import { startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
 
@@ -112,3 +114,20 @@ export const idOf = (res: ScimResponse): string => res.body.id as string;
 export const resourcesOf = (res: ScimResponse): Json[] => res.body.Resources as Json[];
 
 export { ADMIN_PASSWORD, PASSWORD, TestClock, createUser };
+
+/** SQLite's plan for the user listing a SCIM filter compiles to: which indexes and tables it reads. */
+export function userListingPlan(app: App, filter: string): string {
+  const raw = app.infrastructure.db.raw;
+  if (raw.dialect !== 'sqlite') throw new Error('query plans are read on SQLite');
+  const where = new FilterCompiler(USER_FILTERS, 'sqlite').compile(parseFilter(filter));
+  const query = userPageQuery(app.infrastructure.db.kysely, {
+    where,
+    order: undefined,
+    offset: 0,
+    limit: 100,
+  }).compile();
+  const rows = raw.database.prepare(`EXPLAIN QUERY PLAN ${query.sql}`).all(...(query.parameters as unknown[])) as {
+    detail: string;
+  }[];
+  return rows.map((r) => r.detail).join('\n');
+}
