@@ -38,7 +38,7 @@ export function rateHeaders(state: RateState): Record<string, string> {
  * how many requests and tool calls a caller may make per minute, and how many streams it may hold open. Counters
  * live in the counter store (shared through Redis when configured); open streams are counted per instance.
  */
-/** How long a caller's list of visible tools is reused: listing only; every call is authorized afresh. */
+/** How long a caller's list of visible tools is reused (every call is checked again, through the decision cache). */
 const VISIBILITY_TTL_MS = 1_000;
 const VISIBILITY_CACHE_LIMIT = 10_000;
 
