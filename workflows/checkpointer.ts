@@ -1,5 +1,4 @@
 import type { BaseCheckpointSaver } from '@langchain/langgraph';
-import { PostgresSaver } from '@langchain/langgraph-checkpoint-postgres';
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import type { Db } from '../src/db/create-db.js';
 
@@ -20,6 +19,8 @@ class SqliteCheckpointer extends SqliteSaver {
 
 export async function createCheckpointer(db: Db): Promise<Checkpointer> {
   if (db.raw.dialect === 'sqlite') return new SqliteCheckpointer(db.raw.database);
+  // Loaded only on PostgreSQL: it brings the PostgreSQL driver with it.
+  const { PostgresSaver } = await import('@langchain/langgraph-checkpoint-postgres');
   const saver = new PostgresSaver(db.raw.pool, undefined, { schema: 'langgraph' });
   await saver.setup();
   return saver;

@@ -1,9 +1,10 @@
+import { createRequire } from 'node:module';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
 import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
+import type pg from 'pg';
 import type { DatabaseTarget } from '../config.js';
 import type { Database } from './database.js';
 import { cachingStatements } from './statement-cache.js';
@@ -28,11 +29,14 @@ export interface Db {
   destroy(): Promise<void>;
 }
 
+/** The PostgreSQL driver, loaded only when a PostgreSQL database is opened (SQLite deployments never need it). */
+const loadPg = () => createRequire(import.meta.url)('pg') as typeof pg;
+
 // PostgreSQL's int8 (COUNT, BIGSERIAL) arrives as text by default; our counts fit in a double.
 const PG_INT8_OID = 20;
 function getTypeParser(oid: number, format: 'text' | 'binary' = 'text'): (value: string) => unknown {
   if (oid === PG_INT8_OID) return Number;
-  return pg.types.getTypeParser(oid, format) as (value: string) => unknown;
+  return loadPg().types.getTypeParser(oid, format) as (value: string) => unknown;
 }
 const pgTypes = { getTypeParser };
 
@@ -114,7 +118,7 @@ function openSqlite(filename: string): Db {
 }
 
 function openPostgres(connectionString: string): Db {
-  const pool = new pg.Pool({ connectionString, max: 10, types: pgTypes, connectionTimeoutMillis: 5_000 });
+  const pool = new (loadPg().Pool)({ connectionString, max: 10, types: pgTypes, connectionTimeoutMillis: 5_000 });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });

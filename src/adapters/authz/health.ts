@@ -1,5 +1,5 @@
-import { FgaApiAuthenticationError, FgaApiNotFoundError, FgaApiValidationError } from '@openfga/sdk';
 import { openFgaClient } from './openfga-client.js';
+import { openFgaSdk } from './openfga-sdk.js';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/create-db.js';
 import type { CheckResult, HealthCheck } from '../../ports/health.js';
@@ -46,6 +46,7 @@ export function openFgaHealthCheck(config: OpenFgaConfig): HealthCheck {
           details: { store_name: store.name, model_id: model.authorization_model.id },
         };
       } catch (error) {
+        const { FgaApiAuthenticationError, FgaApiNotFoundError, FgaApiValidationError } = openFgaSdk();
         // OpenFGA answers a missing store with 404, but a missing model with 400 authorization_model_not_found.
         if (
           error instanceof FgaApiNotFoundError ||

@@ -1,4 +1,5 @@
-import { CredentialsMethod, OpenFgaClient } from '@openfga/sdk';
+import type { OpenFgaClient } from '@openfga/sdk';
+import { openFgaSdk } from './openfga-sdk.js';
 
 export interface OpenFgaConnection {
   apiUrl: string;
@@ -12,6 +13,7 @@ export function openFgaClient(
   config: OpenFgaConnection,
   options: { maxRetry: number; minWaitInMs?: number; timeoutMs: number },
 ): OpenFgaClient {
+  const { CredentialsMethod, OpenFgaClient } = openFgaSdk();
   return new OpenFgaClient({
     apiUrl: config.apiUrl,
     storeId: config.storeId,

@@ -1,14 +1,4 @@
-import {
-  ClientWriteRequestOnDuplicateWrites,
-  ClientWriteRequestOnMissingDeletes,
-  FgaApiAuthenticationError,
-  FgaApiError,
-  FgaApiNotFoundError,
-  FgaApiRateLimitExceededError,
-  FgaApiValidationError,
-  FgaValidationError,
-  NotFoundErrorCode,
-} from '@openfga/sdk';
+import { openFgaSdk } from './openfga-sdk.js';
 import { openFgaClient } from './openfga-client.js';
 import type { AuthorizationModel, ReadRequestTupleKey } from '@openfga/sdk';
 import { splitObject } from './evaluator.js';
@@ -131,6 +121,15 @@ export function createOpenFgaAuthz(config: OpenFgaAuthzConfig, model: Authorizat
   }
 
   function toOpenFgaError(operation: string, error: unknown): OpenFgaError {
+    const {
+      FgaApiAuthenticationError,
+      FgaApiError,
+      FgaApiNotFoundError,
+      FgaApiRateLimitExceededError,
+      FgaApiValidationError,
+      FgaValidationError,
+      NotFoundErrorCode,
+    } = openFgaSdk();
     const prefix = `OpenFGA ${operation} failed`;
     if (error instanceof FgaApiNotFoundError) {
       return new OpenFgaError(
@@ -233,6 +232,7 @@ export function createOpenFgaAuthz(config: OpenFgaAuthzConfig, model: Authorizat
   }
 
   async function change(kind: 'write' | 'delete', tuples: Tuple[]): Promise<void> {
+    const { ClientWriteRequestOnDuplicateWrites, ClientWriteRequestOnMissingDeletes } = openFgaSdk();
     // OpenFGA refuses a request that names one tuple twice, and more than MAX_TUPLES_PER_WRITE tuples. Each
     // chunk is its own transaction: a failure part-way leaves earlier chunks applied, which is harmless because
     // writes and deletes are idempotent and the caller may simply retry.

@@ -1,4 +1,6 @@
-import { Redis } from 'ioredis';
+import { createRequire } from 'node:module';
+import type * as IORedis from 'ioredis';
+import type { Redis } from 'ioredis';
 import type { Logger } from '../../logger.js';
 
 /** The URL without its password, for logs and health details. */
@@ -14,7 +16,9 @@ export function redactRedisUrl(url: string): string {
  * reconnecting in the background.
  */
 export function createRedisClient(url: string, logger: Logger): Redis {
-  const redis = new Redis(url, {
+  // Loaded only when Redis is configured: the embedded defaults never need the client.
+  const { Redis: Client } = createRequire(import.meta.url)('ioredis') as typeof IORedis;
+  const redis = new Client(url, {
     lazyConnect: true,
     enableOfflineQueue: false,
     maxRetriesPerRequest: 1,
