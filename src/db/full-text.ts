@@ -1,3 +1,4 @@
+import SQLite from 'better-sqlite3';
 import { type Kysely, PostgresAdapter } from 'kysely';
 
 /**
@@ -82,9 +83,91 @@ export function queryWords(query: string, max: number): string[] | undefined {
 /** Roles whose messages are searched (and indexed): what people wrote and what the agent answered. */
 export const SEARCHED_ROLES = ['user', 'assistant'] as const;
 
-/** FTS5 needs a phrase per word so that nothing in it (`"`, `*`, `NEAR`, `OR`, `-`, …) is read as query syntax. */
+/** Text as one FTS5 phrase: quoted, so that nothing in it (`"`, `*`, `NEAR`, `OR`, `-`, …) is read as query syntax. */
+export function ftsPhrase(text: string): string {
+  return `"${text.replaceAll('"', '""')}"`;
+}
+
+/** FTS5 needs a phrase per word so that nothing in it is read as query syntax. */
 export function ftsMatchExpression(words: string[]): string {
-  return words.map((word) => `"${word.replaceAll('"', '""')}"`).join(' ');
+  return words.map(ftsPhrase).join(' ');
+}
+
+/**
+ * Where FTS5's case folding and the application's (String.prototype.toLowerCase, which filters compare with)
+ * disagree. FTS5 folds one code point to one code point from its own Unicode tables; toLowerCase folds İ to two
+ * code points, Σ by context, and knows newer scripts. A needle may go to the index only when, wherever it occurs in
+ * a lower-cased value, FTS5 folds the original text there as it folds the needle:
+ * - `inside`: characters that some other character lower-cases to while FTS5 folds the two apart;
+ * - `atEnd`: first characters of a longer lower-casing (the `i` of İ → i̇), unsafe as the needle's last character
+ *   only (anywhere else the rest of the lower-casing follows, and that is in `inside`).
+ */
+export interface FoldingHazards {
+  inside: ReadonlySet<string>;
+  atEnd: ReadonlySet<string>;
+}
+
+let hazards: FoldingHazards | null | undefined;
+
+/**
+ * The folding hazards of FTS5's trigram tokenizer, learned once per process when a search first needs them: they
+ * depend on the linked SQLite and the JavaScript engine, not on the database. null: FTS5's folding cannot be learned
+ * (no trigram tokenizer), so it is never trusted.
+ */
+export function trigramFoldingHazards(): FoldingHazards | null {
+  if (hazards === undefined) hazards = learnFolding();
+  return hazards;
+}
+
+/**
+ * Characters whose lower-casing changes them, in context (Σ ending a word lower-cases to ς). Every character with a
+ * case mapping is in Unicode's planes 0 and 1 (the others hold ideographs, tags and private use).
+ */
+function foldingCases(): { doc: string; lowered: string }[] {
+  const cases: { doc: string; lowered: string }[] = [];
+  for (let cp = 0; cp <= 0x1ffff; cp++) {
+    if (cp >= 0xd800 && cp <= 0xdfff) continue;
+    const c = String.fromCodePoint(cp);
+    if (c.toLowerCase() === c) continue;
+    const inWord = `a${c}b`.toLowerCase().slice(1, -1);
+    cases.push({ doc: `a${c}b`, lowered: inWord });
+    const atEnd = `a${c}.`.toLowerCase().slice(1, -1);
+    if (atEnd !== inWord) cases.push({ doc: `a${c}.`, lowered: atEnd });
+  }
+  return cases;
+}
+
+/**
+ * Finds the folding hazards by asking FTS5 itself, in a private in-memory database: each character that
+ * lower-casing changes, indexed in context, must be found by its lower-casing (about 30 ms, once).
+ */
+function learnFolding(): FoldingHazards | null {
+  const database = new SQLite(':memory:');
+  try {
+    database.exec(`create virtual table probe using fts5(x, tokenize = 'trigram')`);
+    const inside = new Set<string>();
+    const atEnd = new Set<string>();
+    const cases = foldingCases();
+    const insert = database.prepare('insert into probe (rowid, x) values (?, ?)');
+    database.transaction(() => cases.forEach((c, i) => insert.run(i + 1, c.doc)))();
+    const find = database.prepare('select rowid from probe where probe match ?').pluck();
+    cases.forEach(({ doc, lowered }, i) => {
+      const chars = [...lowered];
+      if (chars.length > 1) {
+        // Never given to the index: a needle holding the rest of this lower-casing is refused, and one ending
+        // on its first character loses that character.
+        atEnd.add(chars[0]!);
+        chars.slice(1).forEach((c) => inside.add(c));
+      } else if (!(find.all(ftsPhrase(`${doc[0]!}${lowered}${doc.at(-1)!}`)) as number[]).includes(i + 1)) {
+        inside.add(lowered);
+      }
+    });
+    return { inside, atEnd };
+  } catch {
+    return null;
+  } finally {
+    database.close();
+  }
 }
 
 /** Whether `db` (or a transaction of it) talks to PostgreSQL; otherwise it is SQLite. */
