@@ -10,6 +10,7 @@ import * as m0009 from './0009_conversation_search.js';
 import * as m0010 from './0010_playground.js';
 import * as m0011 from './0011_builder.js';
 import * as m0012 from './0012_scim_search.js';
+import * as m0013 from './0013_oauth.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -28,4 +29,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0010_playground': m0010,
   '0011_builder': m0011,
   '0012_scim_search': m0012,
+  '0013_oauth': m0013,
 };

@@ -11,13 +11,16 @@ import { KeyEncryption, createAuthModule } from '../modules/auth/index.js';
 import { createConversationsModule } from '../modules/conversations/index.js';
 import { type ErasureStep, createDataSubjectModule } from '../modules/data-subject/index.js';
 import { createHealthModule } from '../modules/health/index.js';
+import { createOAuthModule } from '../modules/oauth/index.js';
 import { createPlaygroundModule } from '../modules/playground/index.js';
 import { createScimModule } from '../modules/scim/index.js';
 import { createServicePrincipalsModule } from '../modules/service-principals/index.js';
 import { createSystemModule } from '../modules/system/index.js';
 import { createUsersModule } from '../modules/users/index.js';
 import { createVersionModule } from '../modules/version/index.js';
-import type { Caller } from '../ports/caller.js';
+import { type Caller, userIdOf } from '../ports/caller.js';
+import { sessionCookieOf } from '../http/authenticate.js';
+import { clientInfo } from '../http/request-context.js';
 import type { Module } from '../ports/module.js';
 import { userObject } from '../ports/subjects.js';
 import type { Metrics } from '../http/metrics.js';
@@ -95,6 +98,34 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     registerTokenFamily: auth.service.auth.registerTokenFamily.bind(auth.service.auth),
   };
   const apiKeys = createApiKeysModule({ db, ...credentials });
+  const oauth = createOAuthModule({
+    db: db.kysely,
+    publicUrl: config.publicUrl,
+    stores,
+    users: users.service,
+    audit: audit.service,
+    now,
+    limits: {
+      codeTtlSeconds: 120,
+      requestTtlSeconds: 600,
+      refreshTokenTtlSeconds: config.auth.refreshTokenTtlSeconds,
+      maxClients: 10_000,
+    },
+    issueAccessToken: (user, sid, binding) =>
+      auth.service.tokens.issue(
+        { sub: user.id, username: user.username, roles: user.roles, kind: 'user', sid },
+        binding,
+      ),
+    registerTokenFamily: credentials.registerTokenFamily,
+    sessionOfAccessToken: async (token) => (await auth.service.tokens.verify(token).catch(() => undefined))?.sid,
+    signedInUser: async (req) => {
+      const credential = sessionCookieOf(req);
+      const caller = credential && (await auth.service.auth.authenticateSession(credential).catch(() => undefined));
+      const id = caller && userIdOf(caller);
+      return id === undefined ? undefined : users.service.get(id);
+    },
+    checkPassword: (login, password, req) => auth.service.auth.checkPassword(login, password, clientInfo(req)),
+  });
   const principals = createServicePrincipalsModule({
     db: db.kysely,
     authz,
@@ -206,6 +237,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     audit,
     auth,
     apiKeys,
+    oauth,
     principals,
     scim,
     conversations,
@@ -237,6 +269,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     audit: audit.service,
     auth: auth.service,
     apiKeys: apiKeys.service,
+    oauth: oauth.service,
     principals: principals.service,
     scim: scim.service,
     conversations: conversations.service,

@@ -48,7 +48,8 @@ export function buildMcpWires(deps: WireDeps) {
     core,
     lifecycle,
     logger,
-    resolveCaller: deps.resolveCaller,
+    // An MCP wire: tokens bound to the MCP endpoint are accepted here too.
+    resolveCaller: (headers) => deps.resolveCaller(headers, 'mcp'),
     originAllowed: deps.originAllowed,
     maxPayloadBytes: config.bodyLimitBytes,
     wwwAuthenticate: deps.wwwAuthenticate,

@@ -23,6 +23,12 @@ import type {
   WorkflowVersionsTable,
   WorkflowsTable,
 } from '../modules/builder/builder.tables.js';
+import type {
+  OAuthClientsTable,
+  OAuthCodesTable,
+  OAuthGrantsTable,
+  OAuthRefreshTokensTable,
+} from '../modules/oauth/oauth.tables.js';
 import type { ServicePrincipalsTable } from '../modules/service-principals/service-principals.tables.js';
 import type { SystemSettingsTable } from '../modules/system/system.tables.js';
 import type { GroupMembersTable, GroupsTable, UserIdentitiesTable, UsersTable } from '../modules/users/users.tables.js';
@@ -57,4 +63,8 @@ export interface Database {
   workflow_tags: WorkflowTagsTable;
   workflow_versions: WorkflowVersionsTable;
   workflow_runs: WorkflowRunsTable;
+  oauth_clients: OAuthClientsTable;
+  oauth_grants: OAuthGrantsTable;
+  oauth_codes: OAuthCodesTable;
+  oauth_refresh_tokens: OAuthRefreshTokensTable;
 }

@@ -2,7 +2,7 @@ import type { IncomingHttpHeaders } from 'node:http';
 import { parse as parseCookies } from 'cookie';
 import type { Request, RequestHandler } from 'express';
 import { UnauthorizedError } from '../errors.js';
-import { type Caller, CallerErrorCode } from '../ports/caller.js';
+import { type Audience, type Caller, CallerErrorCode } from '../ports/caller.js';
 
 declare module 'express-serve-static-core' {
   interface Request {
@@ -21,8 +21,11 @@ export interface CredentialVerifiers {
   apiKey?: (key: string) => Promise<Caller>;
 }
 
-/** Establishes the caller from request headers, or throws UnauthorizedError. */
-export type CallerResolver = (headers: IncomingHttpHeaders) => Promise<Caller>;
+/**
+ * Establishes the caller from request headers, or throws UnauthorizedError. A credential bound to the MCP endpoint
+ * is accepted only where `audience` is `mcp`: the default, the whole service, refuses it.
+ */
+export type CallerResolver = (headers: IncomingHttpHeaders, audience?: Audience) => Promise<Caller>;
 
 /**
  * Establishes the caller from request headers: `Authorization: Bearer`, then `X-API-Key`, then the `session_id`
@@ -30,7 +33,7 @@ export type CallerResolver = (headers: IncomingHttpHeaders) => Promise<Caller>;
  * Shared by the middleware and the WebSocket upgrade, which has headers but no express request.
  */
 export function createCallerResolver(verifiers: CredentialVerifiers): CallerResolver {
-  return async (headers) => {
+  const resolve = async (headers: IncomingHttpHeaders): Promise<Caller> => {
     const authorization = headers.authorization;
     if (authorization !== undefined) {
       const match = /^Bearer\s+([A-Za-z0-9\-._~+/]+=*)\s*$/i.exec(authorization);
@@ -50,14 +53,26 @@ export function createCallerResolver(verifiers: CredentialVerifiers): CallerReso
     if (cookie) return verifiers.sessionCookie(cookie);
     throw new UnauthorizedError('Authentication required', { code: CallerErrorCode.InvalidToken });
   };
+  return async (headers, audience = 'service') => {
+    const caller = await resolve(headers);
+    if (caller.resource !== undefined && audience !== 'mcp')
+      throw new UnauthorizedError('This token was issued for the MCP endpoint only', {
+        code: CallerErrorCode.InvalidToken,
+      });
+    return caller;
+  };
 }
 
 /** The one authentication middleware of every listener: it sets `req.caller` or answers 401. */
-export function createAuthenticate(resolve: CallerResolver): RequestHandler {
-  return async (req, _res, next) => {
-    req.caller = await resolve(req.headers);
-    next();
+export function createAuthenticate(resolve: CallerResolver): (audience: Audience) => RequestHandler {
+  const middleware = (audience: Audience): RequestHandler => {
+    return async (req, _res, next) => {
+      req.caller = await resolve(req.headers, audience);
+      next();
+    };
   };
+  const byAudience = { service: middleware('service'), mcp: middleware('mcp') };
+  return (audience) => byAudience[audience];
 }
 
 export function sessionCookieOf(req: Request): string | undefined {

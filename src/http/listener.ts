@@ -3,6 +3,7 @@ import type { AddressInfo } from 'node:net';
 import express, { type RequestHandler, type Router } from 'express';
 import { CommonErrorCode, ServiceUnavailableError } from '../errors.js';
 import type { Lifecycle } from '../lifecycle.js';
+import type { Audience } from '../ports/caller.js';
 import type { Logger } from '../logger.js';
 import { apiVersion } from './api-version.js';
 import type { Metrics } from './metrics.js';
@@ -26,7 +27,8 @@ export interface ListenerAppOptions {
   alwaysOn?: RouteGroup[];
   /** Routers outside the route registry (documentation pages, static front ends). */
   extra?: Router[];
-  authenticate?: RequestHandler;
+  /** The authentication middleware for routes of an audience (MCP routes also accept MCP-bound tokens). */
+  authenticate?: (audience: Audience) => RequestHandler;
   /** Runs before everything else (Host and Origin checks). */
   guard?: RequestHandler;
   /** The WWW-Authenticate challenge of every 401 (it may point at the protected-resource metadata). */
@@ -79,7 +81,7 @@ export function createListenerApp(options: ListenerAppOptions): express.Express 
     const router = express.Router({ mergeParams: true });
     // The gate sits on each route, not on the mount: a group at the root must not gate every other path.
     mountRoutes(router, group.routes, {
-      ...(options.authenticate && { authenticate: options.authenticate }),
+      ...(options.authenticate && { authenticate: options.authenticate(group.area === 'mcp' ? 'mcp' : 'service') }),
       ...(gated && { gate }),
     });
     app.use(group.prefix || '/', router);

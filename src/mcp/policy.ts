@@ -68,8 +68,16 @@ export class McpPolicy {
     return forgotten;
   }
 
-  /** Whether the caller may call the tool (403 `permission_denied` if not), then counts the call (429 beyond). */
-  async admitToolCall(caller: Caller, tool: string): Promise<void> {
+  /**
+   * Whether the caller may call the tool (403 `permission_denied` if not), then counts the call (429 beyond). A
+   * caller whose token is narrowed to `mcp:read` may call read-only tools only.
+   */
+  async admitToolCall(caller: Caller, tool: string, options: { readOnly?: boolean } = {}): Promise<void> {
+    if (caller.scopes && !caller.scopes.includes('mcp:tools') && !options.readOnly) {
+      throw new ForbiddenError(`Insufficient scope: calling ${tool} needs the mcp:tools scope`, {
+        code: CallerErrorCode.AccessDenied,
+      });
+    }
     if (!(await this.deps.authz.check(subjectOf(caller), 'executor', toolObject(tool)))) {
       throw new ForbiddenError(`Permission denied: you may not call the tool ${tool}`, {
         code: CallerErrorCode.AccessDenied,

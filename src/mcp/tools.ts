@@ -198,7 +198,7 @@ export class ToolExecutor {
   ): Promise<ToolOutcome> {
     const { services, policy, metrics } = this.deps;
     try {
-      await policy.admitToolCall(caller, tool.name);
+      await policy.admitToolCall(caller, tool.name, { readOnly: tool.annotations?.readOnlyHint === true });
     } catch (thrown) {
       const error = toAppError(thrown);
       metrics.toolCalls.inc({ tool: tool.name, status: error.status === 403 ? 'denied' : 'rate_limited' });

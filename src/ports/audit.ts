@@ -33,6 +33,9 @@ export const AUDIT_EVENT_TYPES = [
   'consent.changed',
   'data.exported',
   'account.erased',
+  'oauth.consent_granted',
+  'oauth.consent_denied',
+  'oauth.grant_revoked',
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

@@ -37,7 +37,26 @@ export interface Caller {
   via: 'bearer' | 'cookie' | 'api_key' | 'stdio';
   /** When the credential stops working (epoch seconds), if it expires. */
   expiresAt?: number;
+  /**
+   * The one resource the credential is bound to (RFC 8707), when it is not the whole service: a token issued to
+   * an MCP client is accepted by the MCP wires only.
+   */
+  resource?: string;
+  /** OAuth scopes that narrow what the caller may do (see `MCP_SCOPES`); absent: no narrowing. */
+  scopes?: string[];
 }
+
+/** The URL of the MCP endpoint as a protected resource (RFC 9728 `resource`), from the service's public URL. */
+export const mcpResourceUrl = (publicUrl: string): string => `${publicUrl}/mcp`;
+
+/**
+ * Scopes an MCP client may ask for. `mcp:read` lists tools, resources and prompts and calls read-only tools;
+ * `mcp:tools` calls any tool the user may call.
+ */
+export const MCP_SCOPES = ['mcp:read', 'mcp:tools'] as const;
+
+/** What a wire accepts: a credential for the whole service, or also one bound to the MCP endpoint. */
+export type Audience = 'service' | 'mcp';
 
 /** Where a request came from, as the audit log and session lists record it. */
 export interface ClientInfo {

@@ -48,12 +48,26 @@ export interface ExportedWorkflow {
   edges: object[];
 }
 
+/** An MCP client the user authorised, and what it may do. */
+export interface ExportedOAuthGrant {
+  grant_id: string;
+  client_id: string;
+  client_name: string;
+  client_uri: string | null;
+  redirect_uris: string[];
+  scope: string;
+  resource: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
 /** The export's sections that other modules contribute, by name. */
 export interface ExportSections {
   sessions: ExportedSession[];
   conversations: ExportedConversation[];
   playground_sessions: ExportedPlaygroundSession[];
   workflows: ExportedWorkflow[];
+  oauth_grants: ExportedOAuthGrant[];
   audit_log: ExportedAuditEvent[];
 }
 

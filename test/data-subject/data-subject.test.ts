@@ -245,6 +245,7 @@ describe('CSV of an export', () => {
       conversations: [],
       playground_sessions: [],
       workflows: [],
+      oauth_grants: [],
       consents: [],
       audit_log: tricky.map((t, i) => ({ event_id: `${i}`, event_type: t, timestamp: 't', ip_address: null })),
     };

@@ -7,6 +7,7 @@ import type { Database } from '../../db/database.js';
 import type { Logger } from '../../logger.js';
 import type { AuditRecorder } from '../../ports/audit.js';
 import type { Module } from '../../ports/module.js';
+import { mcpResourceUrl } from '../../ports/caller.js';
 import type { UsersService } from '../users/index.js';
 import { authRoutes } from './auth.routes.js';
 import { AuthService } from './auth.service.js';
@@ -52,7 +53,10 @@ export function createAuthModule(deps: AuthModuleDeps): Module<Auth> {
     now,
     logger,
   });
-  const tokens = new TokenService(keys, config.publicUrl, config.auth.accessTokenTtlSeconds, now);
+  // Tokens may also be bound to the MCP endpoint alone (RFC 8707), as the MCP authorization server issues them.
+  const tokens = new TokenService(keys, config.publicUrl, config.auth.accessTokenTtlSeconds, now, [
+    mcpResourceUrl(config.publicUrl),
+  ]);
   const auth = new AuthService({ config: config.auth, db, users, tokens, logger, audit, now, ...stores });
   const sso = config.auth.oidc
     ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger, audit })

@@ -6,7 +6,7 @@ import { type RouteGroup, defineRoute } from '../../http/route.js';
 import type { UsersService } from '../users/index.js';
 import { clientInfo } from '../../http/request-context.js';
 import type { AuthService, LoginResult, StartedSession } from './auth.service.js';
-import { CallerErrorCode, principalIdOf, userIdOf } from '../../ports/caller.js';
+import { CallerErrorCode, MCP_SCOPES, mcpResourceUrl, principalIdOf, userIdOf } from '../../ports/caller.js';
 import type { KeyRing } from './keys.js';
 
 export interface AuthRouteDeps {
@@ -121,6 +121,7 @@ const ResourceMetadata = z
     authorization_servers: z.array(z.string()),
     bearer_methods_supported: z.array(z.string()),
     jwks_uri: z.string(),
+    scopes_supported: z.array(z.string()),
     resource_name: z.string(),
     resource_documentation: z.string(),
   })
@@ -382,9 +383,10 @@ export function authRoutes(deps: AuthRouteDeps): [RouteGroup, RouteGroup, RouteG
           handler: ({ res }) => {
             res.set('Cache-Control', 'public, max-age=300');
             return {
-              resource: `${publicUrl}/mcp`,
+              resource: mcpResourceUrl(publicUrl),
               authorization_servers: deps.authorizationServers,
               bearer_methods_supported: ['header'],
+              scopes_supported: [...MCP_SCOPES],
               jwks_uri: `${publicUrl}/.well-known/jwks.json`,
               resource_name: 'Agent Service',
               resource_documentation: `${publicUrl}/docs`,

@@ -22,7 +22,7 @@ import {
   userIdOf,
   userSubject,
 } from '../../ports/caller.js';
-import { type AccessClaims, type TokenService, hashSecret, opaqueToken } from './tokens.js';
+import { type AccessClaims, TOKEN_AUDIENCE, type TokenService, hashSecret, opaqueToken } from './tokens.js';
 
 export interface StartedSession {
   id: string;
@@ -117,8 +117,11 @@ export class AuthService {
     ];
   }
 
-  /** Password login by username or email, throttled per account and per client address. */
-  async login(login: string, password: string, client: ClientInfo): Promise<LoginResult> {
+  /**
+   * Checks a password as a login does (throttled per account and per address, a failure audited) without starting
+   * a session: for sign-ins that end in something else, such as an MCP client's authorization.
+   */
+  async checkPassword(login: string, password: string, client: ClientInfo): Promise<User> {
     const keys = this.throttleKeys(userKey(login), client);
     await this.throttle.guard(keys);
     const user = await this.deps.users.authenticate(login, password);
@@ -137,6 +140,12 @@ export class AuthService {
       throw new UnauthorizedError(INVALID_CREDENTIALS, { code: AuthErrorCode.InvalidCredentials });
     }
     await this.throttle.succeed(keys[0]!);
+    return user;
+  }
+
+  /** Password login by username or email, throttled per account and per client address. */
+  async login(login: string, password: string, client: ClientInfo): Promise<LoginResult> {
+    const user = await this.checkPassword(login, password, client);
     const result = await this.startSession(user, client);
     this.deps.logger.info({ event: 'login', user_id: user.id }, 'login succeeded');
     await this.deps.audit.record({
@@ -322,6 +331,8 @@ export class AuthService {
       sessionId: this.#families.has(claims.sid.slice(0, claims.sid.indexOf(':'))) ? undefined : claims.sid,
       via: 'bearer',
       expiresAt: claims.exp,
+      ...(claims.aud !== TOKEN_AUDIENCE && { resource: claims.aud }),
+      ...(claims.scope !== undefined && { scopes: claims.scope.split(' ').filter(Boolean) }),
     };
   }
 

@@ -23,6 +23,10 @@ export interface AccessClaims {
   jti: string;
   iat: number;
   exp: number;
+  /** Who the token is for: the service (`agent-service`), or one resource of it such as the MCP endpoint. */
+  aud: string;
+  /** Space-separated OAuth scopes that narrow what the token may do; absent on first-party tokens. */
+  scope?: string;
 }
 
 export interface IssuedToken {
@@ -51,14 +55,16 @@ function isAccessClaims(payload: JWTPayload): payload is JWTPayload & AccessClai
     typeof payload.sid === 'string' &&
     typeof payload.jti === 'string' &&
     typeof payload.iat === 'number' &&
-    typeof payload.exp === 'number'
+    typeof payload.exp === 'number' &&
+    typeof payload.aud === 'string' &&
+    (payload.scope === undefined || typeof payload.scope === 'string')
   );
 }
 
 /**
  * Signs and verifies access tokens. Verification accepts only EdDSA tokens of type at+jwt from our issuer for
- * our audience, signed by a key in the ring; results are cached per token until expiry (revocation is checked
- * separately, on the session, for every request).
+ * our audience (the service, or one of the resources it names, RFC 8707), signed by a key in the ring; results are
+ * cached per token until expiry (revocation is checked separately, on the session, for every request).
  */
 export class TokenService {
   readonly #cache = new Map<string, AccessClaims>();
@@ -68,28 +74,43 @@ export class TokenService {
     readonly issuer: string,
     readonly ttlSeconds: number,
     private readonly now: () => Date = () => new Date(),
+    /** Resources besides the service itself that tokens may be issued for (the MCP endpoint's URL). */
+    private readonly resources: string[] = [],
   ) {}
 
-  async issue(subject: {
-    sub: string;
-    username: string;
-    roles: string[];
-    kind: SubjectKind;
-    sid: string;
-  }): Promise<IssuedToken> {
+  async issue(
+    subject: {
+      sub: string;
+      username: string;
+      roles: string[];
+      kind: SubjectKind;
+      sid: string;
+    },
+    binding: { audience?: string; scope?: string } = {},
+  ): Promise<IssuedToken> {
     const { kid, privateKey } = this.keys.signingKey();
     const iat = Math.floor(this.now().getTime() / 1000);
-    const claims: AccessClaims = { ...subject, jti: randomUUID(), iat, exp: iat + this.ttlSeconds };
+    const aud = binding.audience ?? TOKEN_AUDIENCE;
+    if (aud !== TOKEN_AUDIENCE && !this.resources.includes(aud)) throw new Error(`not a resource of ours: ${aud}`);
+    const claims: AccessClaims = {
+      ...subject,
+      jti: randomUUID(),
+      iat,
+      exp: iat + this.ttlSeconds,
+      aud,
+      ...(binding.scope !== undefined && { scope: binding.scope }),
+    };
     const token = await new SignJWT({
       username: claims.username,
       roles: claims.roles,
       kind: claims.kind,
       sid: claims.sid,
+      ...(claims.scope !== undefined && { scope: claims.scope }),
     })
       .setProtectedHeader({ alg: SIGNING_ALG, kid, typ: ACCESS_TOKEN_TYPE })
       .setSubject(claims.sub)
       .setIssuer(this.issuer)
-      .setAudience(TOKEN_AUDIENCE)
+      .setAudience(aud)
       .setIssuedAt(iat)
       .setExpirationTime(claims.exp)
       .setJti(claims.jti)
@@ -117,7 +138,7 @@ export class TokenService {
         {
           algorithms: [SIGNING_ALG],
           issuer: this.issuer,
-          audience: TOKEN_AUDIENCE,
+          audience: [TOKEN_AUDIENCE, ...this.resources],
           typ: ACCESS_TOKEN_TYPE,
           clockTolerance: CLOCK_TOLERANCE_SECONDS,
           currentDate: this.now(),
@@ -144,6 +165,8 @@ export class TokenService {
       jti: payload.jti,
       iat: payload.iat,
       exp: payload.exp,
+      aud: payload.aud,
+      ...(payload.scope !== undefined && { scope: payload.scope }),
     };
     if (this.#cache.size >= CACHE_LIMIT) this.#cache.delete(this.#cache.keys().next().value!);
     this.#cache.set(cacheKey, claims);

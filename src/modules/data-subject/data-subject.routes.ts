@@ -71,6 +71,19 @@ const DataExport = z
         edges: z.array(z.record(z.string(), z.unknown())),
       }),
     ),
+    oauth_grants: z.array(
+      z.object({
+        grant_id: z.string(),
+        client_id: z.string(),
+        client_name: z.string(),
+        client_uri: z.string().nullable(),
+        redirect_uris: z.array(z.string()),
+        scope: z.string(),
+        resource: z.string(),
+        created_at: z.iso.datetime(),
+        last_used_at: z.iso.datetime().nullable(),
+      }),
+    ),
     consents: z.array(
       z.object({
         consent_id: z.string(),

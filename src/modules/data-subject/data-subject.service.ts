@@ -116,6 +116,7 @@ export class DataSubjectService {
       conversations: sections.conversations ?? [],
       playground_sessions: sections.playground_sessions ?? [],
       workflows: sections.workflows ?? [],
+      oauth_grants: sections.oauth_grants ?? [],
       consents: consents.map((c) => ({
         consent_id: c.id,
         consent_type: c.consent_type,

@@ -18,6 +18,7 @@ const PLAN: readonly Omit<ErasureStep, 'run'>[] = [
   outside('authorization_tuples'),
   outside('rate_limit_counters'),
   inside('refresh_tokens'),
+  inside('oauth_grants'),
   inside('api_keys'),
   inside('service_principals'),
   inside('conversations'),

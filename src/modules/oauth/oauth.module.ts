@@ -1,0 +1,66 @@
+import type { Kysely } from 'kysely';
+import type { CounterStore } from '../../adapters/counters/port.js';
+import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
+import type { Database } from '../../db/database.js';
+import type { AuditRecorder } from '../../ports/audit.js';
+import { mcpResourceUrl } from '../../ports/caller.js';
+import type { Module } from '../../ports/module.js';
+import type { User } from '../users/index.js';
+import { type OAuthRouteDeps, oauthEndpoints, oauthProvider, oauthRoutes } from './oauth.routes.js';
+import { type IssueAccessToken, OAUTH_TOKEN_FAMILY, type OAuthLimits, OAuthService } from './oauth.service.js';
+
+export interface OAuthModuleDeps {
+  db: Kysely<Database>;
+  publicUrl: string;
+  stores: { ephemeral: EphemeralStore; counters: CounterStore };
+  users: { get(id: string): Promise<User | undefined> };
+  audit: AuditRecorder;
+  now: () => Date;
+  limits: OAuthLimits;
+  issueAccessToken: IssueAccessToken;
+  /** Tells token verification how to check a token issued through a grant (AuthService.registerTokenFamily). */
+  registerTokenFamily: (family: string, isLive: (sid: string, subject: string) => Promise<boolean>) => void;
+  /** The `sid` of a valid access token of ours, or undefined. */
+  sessionOfAccessToken: (token: string) => Promise<string | undefined>;
+  signedInUser: OAuthRouteDeps['signedInUser'];
+  checkPassword: OAuthRouteDeps['checkPassword'];
+}
+
+/**
+ * The MCP authorization server (OAuth 2.1) for the local identity provider: metadata, dynamic client
+ * registration, a sign-in and consent page, authorization codes with PKCE, rotating refresh tokens, revocation,
+ * tokens bound to the MCP endpoint, and the grants users see and revoke.
+ */
+export function createOAuthModule(deps: OAuthModuleDeps): Module<OAuthService> {
+  const service = new OAuthService({
+    db: deps.db,
+    ephemeral: deps.stores.ephemeral,
+    users: deps.users,
+    issueAccessToken: deps.issueAccessToken,
+    audit: deps.audit,
+    resource: mcpResourceUrl(deps.publicUrl),
+    limits: deps.limits,
+    now: deps.now,
+  });
+  deps.registerTokenFamily(OAUTH_TOKEN_FAMILY, (sid, subject) => service.isLive(sid, subject));
+  const routeDeps: OAuthRouteDeps = {
+    service,
+    publicUrl: deps.publicUrl,
+    counters: deps.stores.counters,
+    signedInUser: deps.signedInUser,
+    checkPassword: deps.checkPassword,
+    grantOfAccessToken: async (token) => {
+      const sid = await deps.sessionOfAccessToken(token);
+      return sid?.startsWith(`${OAUTH_TOKEN_FAMILY}:`) ? sid.slice(OAUTH_TOKEN_FAMILY.length + 1) : undefined;
+    },
+    requestTtlSeconds: deps.limits.requestTtlSeconds,
+  };
+  return {
+    name: 'oauth',
+    service,
+    routes: { main: oauthRoutes(routeDeps) },
+    pages: { main: [oauthEndpoints(routeDeps, oauthProvider(routeDeps))] },
+    erasure: [{ step: 'oauth_grants', run: ({ user, db }) => service.deleteGrantsOf(user.id, db) }],
+    exports: [{ section: 'oauth_grants', collect: (userId) => service.listGrants(userId) }],
+  };
+}

@@ -1,0 +1,533 @@
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
+import {
+  InvalidClientMetadataError,
+  InvalidGrantError,
+  InvalidScopeError,
+  InvalidTargetError,
+  TemporarilyUnavailableError,
+} from '@modelcontextprotocol/sdk/server/auth/errors.js';
+import type { OAuthClientInformationFull, OAuthTokens } from '@modelcontextprotocol/sdk/shared/auth.js';
+import type { Kysely, Transaction } from 'kysely';
+import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
+import type { Database } from '../../db/database.js';
+import { NotFoundError } from '../../errors.js';
+import { type AuditRecorder } from '../../ports/audit.js';
+import { type ClientInfo, MCP_SCOPES } from '../../ports/caller.js';
+import type { User } from '../users/index.js';
+
+/** The token family of access tokens issued through a grant: `oauth:<grant id>`. */
+export const OAUTH_TOKEN_FAMILY = 'oauth';
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
+
+/** What the service needs to mint the service's access tokens for a grant. */
+export type IssueAccessToken = (
+  user: User,
+  sid: string,
+  binding: { audience: string; scope: string },
+) => Promise<{ token: string; expiresIn: number }>;
+
+export interface OAuthLimits {
+  /** How long an authorization code may wait for its exchange. */
+  codeTtlSeconds: number;
+  /** How long a sign-in and consent page stays valid. */
+  requestTtlSeconds: number;
+  /** How long a refresh token lives (each refresh starts a new one). */
+  refreshTokenTtlSeconds: number;
+  /** Registered clients kept at most; beyond it, registrations without any grant older than a day are pruned. */
+  maxClients: number;
+}
+
+export interface OAuthServiceDeps {
+  db: Kysely<Database>;
+  ephemeral: EphemeralStore;
+  users: { get(id: string): Promise<User | undefined> };
+  issueAccessToken: IssueAccessToken;
+  audit: AuditRecorder;
+  /** The MCP endpoint's URL: the one resource this authorization server issues tokens for. */
+  resource: string;
+  limits: OAuthLimits;
+  now: () => Date;
+}
+
+/** An authorization request waiting for the user's sign-in and consent. */
+export interface PendingAuthorization {
+  id: string;
+  clientId: string;
+  clientName: string;
+  redirectUri: string;
+  codeChallenge: string;
+  state: string | undefined;
+  scopes: string[];
+  resource: string;
+  /** SHA-256 of the value of the browser's consent cookie: only that browser may answer. */
+  csrfHash: string;
+}
+
+/** A grant as its user sees it. */
+export interface GrantView {
+  grant_id: string;
+  client_id: string;
+  client_name: string;
+  client_uri: string | null;
+  redirect_uris: string[];
+  scope: string;
+  resource: string;
+  created_at: string;
+  last_used_at: string | null;
+}
+
+const sha256 = (value: string): string => createHash('sha256').update(value).digest('hex');
+const secret = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;
+
+export function sameSecret(value: string, hash: string): boolean {
+  const left = Buffer.from(sha256(value), 'hex');
+  const right = Buffer.from(hash, 'hex');
+  return left.length === right.length && timingSafeEqual(left, right);
+}
+
+/** https anywhere, http only on a loopback host (RFC 8252 §7.3), never a fragment (RFC 6749 §3.1.2). */
+export function acceptableRedirectUri(uri: string): boolean {
+  if (!URL.canParse(uri)) return false;
+  const url = new URL(uri);
+  if (url.hash || url.username || url.password) return false;
+  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname));
+}
+
+/**
+ * The MCP authorization server's state and rules: client registrations (public clients with PKCE only), pending
+ * authorizations, the grants users approve, authorization codes and rotating refresh tokens. Every access token
+ * names its grant (`oauth:<grant id>`): deleting the grant (revocation, code or refresh-token reuse, the user's
+ * own revocation, erasure) ends every token issued through it.
+ */
+export class OAuthService {
+  constructor(private readonly deps: OAuthServiceDeps) {}
+
+  get resource(): string {
+    return this.deps.resource;
+  }
+
+  // ---- Clients (RFC 7591) ----
+
+  readonly clientsStore: OAuthRegisteredClientsStore = {
+    getClient: (clientId) => this.getClient(clientId),
+    registerClient: (client) => this.registerClient(client),
+  };
+
+  async getClient(clientId: string): Promise<OAuthClientInformationFull | undefined> {
+    if (clientId.length > 200) return undefined;
+    const row = await this.deps.db
+      .selectFrom('oauth_clients')
+      .select(['client_id', 'metadata'])
+      .where('client_id', '=', clientId)
+      .executeTakeFirst();
+    return (
+      row && {
+        ...(JSON.parse(row.metadata) as Omit<OAuthClientInformationFull, 'client_id'>),
+        client_id: row.client_id,
+      }
+    );
+  }
+
+  /**
+   * Registers a client as a public client: the authorization code flow with PKCE, no client secret (whatever
+   * authentication method was asked for: RFC 7591 lets the server choose). Redirect URIs must be https, or http
+   * on a loopback address.
+   */
+  async registerClient(
+    client: Omit<OAuthClientInformationFull, 'client_id' | 'client_id_issued_at'> & Partial<OAuthClientInformationFull>,
+  ): Promise<OAuthClientInformationFull> {
+    if (client.redirect_uris.length === 0 || client.redirect_uris.length > 10)
+      throw new InvalidClientMetadataError('redirect_uris must list between 1 and 10 URIs');
+    const bad = client.redirect_uris.find((uri) => !acceptableRedirectUri(uri));
+    if (bad !== undefined)
+      throw new InvalidClientMetadataError(`redirect_uri ${bad} must use https, or http on a loopback address`);
+    const grantTypes = client.grant_types ?? ['authorization_code', 'refresh_token'];
+    if (
+      !grantTypes.includes('authorization_code') ||
+      grantTypes.some((g) => !['authorization_code', 'refresh_token'].includes(g))
+    )
+      throw new InvalidClientMetadataError('grant_types may list only authorization_code and refresh_token');
+    if (client.response_types && client.response_types.some((t) => t !== 'code'))
+      throw new InvalidClientMetadataError('response_types may list only code');
+    const scopes = client.scope?.split(' ').filter(Boolean) ?? [];
+    if (scopes.some((scope) => !(MCP_SCOPES as readonly string[]).includes(scope)))
+      throw new InvalidClientMetadataError(`scope may list only ${MCP_SCOPES.join(', ')}`);
+    await this.#makeRoomForClient();
+
+    const { client_secret: _secret, client_secret_expires_at: _expires, ...metadata } = client;
+    const registered = {
+      ...metadata,
+      client_name: (metadata.client_name ?? 'Unnamed client').slice(0, 200),
+      grant_types: grantTypes,
+      response_types: ['code'],
+      token_endpoint_auth_method: 'none',
+    };
+    const clientId = randomUUID();
+    const issuedAt = Math.floor(this.deps.now().getTime() / 1000);
+    const { client_id: _id, client_id_issued_at: _at, ...stored } = registered;
+    await this.deps.db
+      .insertInto('oauth_clients')
+      .values({
+        client_id: clientId,
+        metadata: JSON.stringify({ ...stored, client_id_issued_at: issuedAt }),
+        secret_hash: null,
+        created_at: this.deps.now().toISOString(),
+      })
+      .execute();
+    return { ...stored, client_id: clientId, client_id_issued_at: issuedAt };
+  }
+
+  /** Keeps the number of registrations bounded: anyone may register, so unused registrations are pruned. */
+  async #makeRoomForClient(): Promise<void> {
+    const { db, now, limits } = this.deps;
+    const { count } = await db
+      .selectFrom('oauth_clients')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .executeTakeFirstOrThrow();
+    if (Number(count) < limits.maxClients) return;
+    const dayAgo = new Date(now().getTime() - 86_400_000).toISOString();
+    await db
+      .deleteFrom('oauth_clients')
+      .where('created_at', '<', dayAgo)
+      .where((eb) =>
+        eb.not(
+          eb.exists(
+            eb
+              .selectFrom('oauth_grants')
+              .select('id')
+              .whereRef('oauth_grants.client_id', '=', 'oauth_clients.client_id'),
+          ),
+        ),
+      )
+      .execute();
+    const after = await db
+      .selectFrom('oauth_clients')
+      .select((eb) => eb.fn.countAll<number>().as('count'))
+      .executeTakeFirstOrThrow();
+    if (Number(after.count) >= limits.maxClients)
+      throw new TemporarilyUnavailableError('Too many registered clients; try again later');
+  }
+
+  // ---- Authorization requests ----
+
+  /** Scopes granted for a request: what was asked for, all of them when nothing was. */
+  grantableScopes(requested: string[] | undefined): string[] {
+    const asked = (requested ?? []).filter(Boolean);
+    const unknown = asked.find((scope) => !(MCP_SCOPES as readonly string[]).includes(scope));
+    if (unknown !== undefined)
+      throw new InvalidScopeError(`Unknown scope ${unknown}; supported: ${MCP_SCOPES.join(' ')}`);
+    return asked.length > 0 ? [...new Set(asked)] : [...MCP_SCOPES];
+  }
+
+  /** The resource a token will be bound to: this server's MCP endpoint, whether named or not (RFC 8707). */
+  checkResource(resource: URL | string | undefined): string {
+    if (resource === undefined) return this.deps.resource;
+    const named = new URL(resource.toString());
+    const ours = new URL(this.deps.resource);
+    const trim = (path: string) => path.replace(/\/+$/, '');
+    if (named.origin !== ours.origin || trim(named.pathname) !== trim(ours.pathname) || named.search || named.hash)
+      throw new InvalidTargetError(`This server issues tokens only for ${this.deps.resource}`);
+    return this.deps.resource;
+  }
+
+  /** Keeps an authorization request for the consent page; answers it with the browser's consent secret. */
+  async startAuthorization(
+    request: Omit<PendingAuthorization, 'id' | 'csrfHash'>,
+  ): Promise<{ pending: PendingAuthorization; csrf: string }> {
+    const csrf = randomBytes(32).toString('base64url');
+    const pending: PendingAuthorization = { ...request, id: randomUUID(), csrfHash: sha256(csrf) };
+    await this.#keep(pending);
+    return { pending, csrf };
+  }
+
+  /** The pending request, taken out of the store: answer it, or keep it again with `keepPending`. */
+  async takePending(id: string): Promise<PendingAuthorization | undefined> {
+    if (!/^[0-9a-f-]{36}$/.test(id)) return undefined;
+    const raw = await this.deps.ephemeral.take(`oauth:authorize:${id}`);
+    return raw === undefined ? undefined : (JSON.parse(raw) as PendingAuthorization);
+  }
+
+  async keepPending(pending: PendingAuthorization): Promise<void> {
+    await this.#keep(pending);
+  }
+
+  #keep(pending: PendingAuthorization): Promise<void> {
+    return this.deps.ephemeral.put(
+      `oauth:authorize:${pending.id}`,
+      JSON.stringify(pending),
+      this.deps.limits.requestTtlSeconds * 1000,
+    );
+  }
+
+  /** The user approved: a new grant, and the authorization code that redeems it. */
+  async approve(pending: PendingAuthorization, user: User, client: ClientInfo): Promise<{ code: string }> {
+    const { db, now, limits } = this.deps;
+    const grantId = randomUUID();
+    const code = secret('oc_');
+    const at = now();
+    await db.transaction().execute(async (trx) => {
+      await trx
+        .insertInto('oauth_grants')
+        .values({
+          id: grantId,
+          client_id: pending.clientId,
+          user_id: user.id,
+          scope: pending.scopes.join(' '),
+          resource: pending.resource,
+          created_at: at.toISOString(),
+          last_used_at: null,
+        })
+        .execute();
+      await trx
+        .insertInto('oauth_codes')
+        .values({
+          code_hash: sha256(code),
+          grant_id: grantId,
+          client_id: pending.clientId,
+          redirect_uri: pending.redirectUri,
+          code_challenge: pending.codeChallenge,
+          expires_at: new Date(at.getTime() + limits.codeTtlSeconds * 1000).toISOString(),
+          used_at: null,
+        })
+        .execute();
+    });
+    await this.deps.audit.record({
+      type: 'oauth.consent_granted',
+      actorId: user.id,
+      ipAddress: client.ip,
+      userAgent: client.userAgent,
+      details: {
+        grant_id: grantId,
+        client_id: pending.clientId,
+        client_name: pending.clientName,
+        scope: pending.scopes.join(' '),
+      },
+    });
+    return { code };
+  }
+
+  async recordDenial(pending: PendingAuthorization, userId: string | null, client: ClientInfo): Promise<void> {
+    await this.deps.audit.record({
+      type: 'oauth.consent_denied',
+      actorId: userId,
+      ipAddress: client.ip,
+      userAgent: client.userAgent,
+      details: { client_id: pending.clientId, client_name: pending.clientName },
+    });
+  }
+
+  // ---- Token endpoint ----
+
+  /**
+   * The PKCE challenge of a code the client may redeem. A code presented after it was redeemed ends the grant it
+   * created (RFC 6749 §4.1.2: the tokens issued for it are revoked).
+   */
+  async challengeFor(client: OAuthClientInformationFull, code: string): Promise<string> {
+    const row = await this.#code(code);
+    if (!row || row.client_id !== client.client_id) throw new InvalidGrantError('Invalid authorization code');
+    if (row.used_at !== null) {
+      await this.#endGrant(row.grant_id, 'authorization_code_reused');
+      throw new InvalidGrantError('Authorization code was already used; the tokens issued for it are revoked');
+    }
+    if (Date.parse(row.expires_at) <= this.deps.now().getTime())
+      throw new InvalidGrantError('Authorization code has expired');
+    return row.code_challenge;
+  }
+
+  /** Redeems a code whose PKCE verifier the token endpoint has checked. */
+  async redeemCode(
+    client: OAuthClientInformationFull,
+    code: string,
+    redirectUri: string | undefined,
+    resource: URL | undefined,
+  ): Promise<OAuthTokens> {
+    const row = await this.#code(code);
+    if (!row || row.client_id !== client.client_id) throw new InvalidGrantError('Invalid authorization code');
+    if (redirectUri !== undefined && redirectUri !== row.redirect_uri)
+      throw new InvalidGrantError('redirect_uri does not match the authorization request');
+    const grant = await this.#grant(row.grant_id);
+    if (!grant) throw new InvalidGrantError('Invalid authorization code');
+    if (resource !== undefined && this.checkResource(resource) !== grant.resource)
+      throw new InvalidTargetError('resource does not match the authorization request');
+    const used = await this.deps.db
+      .updateTable('oauth_codes')
+      .set({ used_at: this.deps.now().toISOString() })
+      .where('code_hash', '=', row.code_hash)
+      .where('used_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(used.numUpdatedRows) !== 1) {
+      // Two exchanges raced: the loser is a reuse.
+      await this.#endGrant(row.grant_id, 'authorization_code_reused');
+      throw new InvalidGrantError('Authorization code was already used; the tokens issued for it are revoked');
+    }
+    return this.#tokens(grant, grant.scope);
+  }
+
+  /** Rotates a refresh token: the old one is spent, and presenting it again ends the grant (reuse detection). */
+  async refresh(
+    client: OAuthClientInformationFull,
+    refreshToken: string,
+    scopes: string[] | undefined,
+    resource: URL | undefined,
+  ): Promise<OAuthTokens> {
+    const { db, now } = this.deps;
+    const row = await db
+      .selectFrom('oauth_refresh_tokens')
+      .selectAll()
+      .where('token_hash', '=', sha256(refreshToken))
+      .executeTakeFirst();
+    const grant = row && (await this.#grant(row.grant_id));
+    if (!row || !grant || grant.client_id !== client.client_id) throw new InvalidGrantError('Invalid refresh token');
+    if (row.used_at !== null) {
+      await this.#endGrant(grant.id, 'refresh_token_reused');
+      throw new InvalidGrantError('Refresh token was already used; the grant is revoked');
+    }
+    if (Date.parse(row.expires_at) <= now().getTime()) throw new InvalidGrantError('Refresh token has expired');
+    if (resource !== undefined && this.checkResource(resource) !== grant.resource)
+      throw new InvalidTargetError('resource does not match the grant');
+    const granted = grant.scope.split(' ');
+    const narrowed = scopes?.filter(Boolean) ?? [];
+    const beyond = narrowed.find((scope) => !granted.includes(scope));
+    if (beyond !== undefined) throw new InvalidScopeError(`The grant does not include ${beyond}`);
+    const spent = await db
+      .updateTable('oauth_refresh_tokens')
+      .set({ used_at: now().toISOString() })
+      .where('token_hash', '=', row.token_hash)
+      .where('used_at', 'is', null)
+      .executeTakeFirst();
+    if (Number(spent.numUpdatedRows) !== 1) {
+      await this.#endGrant(grant.id, 'refresh_token_reused');
+      throw new InvalidGrantError('Refresh token was already used; the grant is revoked');
+    }
+    return this.#tokens(grant, narrowed.length > 0 ? narrowed.join(' ') : grant.scope);
+  }
+
+  /**
+   * RFC 7009: revokes the grant behind a refresh token or an access token of this client. Unknown tokens and other
+   * clients' tokens are ignored (the endpoint answers 200 either way).
+   */
+  async revoke(
+    client: OAuthClientInformationFull,
+    token: string,
+    grantOfAccessToken: (token: string) => Promise<string | undefined>,
+  ): Promise<void> {
+    const row = await this.deps.db
+      .selectFrom('oauth_refresh_tokens')
+      .select('grant_id')
+      .where('token_hash', '=', sha256(token))
+      .executeTakeFirst();
+    const grantId = row?.grant_id ?? (await grantOfAccessToken(token));
+    const grant = grantId === undefined ? undefined : await this.#grant(grantId);
+    if (grant && grant.client_id === client.client_id) await this.#endGrant(grant.id, 'revoked_by_client');
+  }
+
+  async #tokens(grant: { id: string; user_id: string; resource: string }, scope: string): Promise<OAuthTokens> {
+    const { db, now, limits } = this.deps;
+    const user = await this.deps.users.get(grant.user_id);
+    if (!user?.active) {
+      await this.#endGrant(grant.id, 'user_inactive');
+      throw new InvalidGrantError('The user who authorized this client can no longer sign in');
+    }
+    const access = await this.deps.issueAccessToken(user, `${OAUTH_TOKEN_FAMILY}:${grant.id}`, {
+      audience: grant.resource,
+      scope,
+    });
+    const refreshToken = secret('ort_');
+    const at = now();
+    await db
+      .insertInto('oauth_refresh_tokens')
+      .values({
+        token_hash: sha256(refreshToken),
+        grant_id: grant.id,
+        created_at: at.toISOString(),
+        expires_at: new Date(at.getTime() + limits.refreshTokenTtlSeconds * 1000).toISOString(),
+        used_at: null,
+      })
+      .execute();
+    await db.updateTable('oauth_grants').set({ last_used_at: at.toISOString() }).where('id', '=', grant.id).execute();
+    return {
+      access_token: access.token,
+      token_type: 'Bearer',
+      expires_in: access.expiresIn,
+      refresh_token: refreshToken,
+      scope,
+    };
+  }
+
+  // ---- Grants ----
+
+  /** Whether an access token of the grant is still good: the grant exists and belongs to the token's subject. */
+  async isLive(sid: string, userId: string): Promise<boolean> {
+    const grant = await this.#grant(sid.slice(OAUTH_TOKEN_FAMILY.length + 1));
+    return grant?.user_id === userId;
+  }
+
+  /** The clients a user authorised, newest first. */
+  async listGrants(userId: string): Promise<GrantView[]> {
+    const rows = await this.deps.db
+      .selectFrom('oauth_grants as g')
+      .innerJoin('oauth_clients as c', 'c.client_id', 'g.client_id')
+      .select(['g.id', 'g.client_id', 'g.scope', 'g.resource', 'g.created_at', 'g.last_used_at', 'c.metadata'])
+      .where('g.user_id', '=', userId)
+      .orderBy('g.created_at', 'desc')
+      .orderBy('g.id')
+      .execute();
+    return rows.map((row) => {
+      const metadata = JSON.parse(row.metadata) as {
+        client_name?: string;
+        client_uri?: string;
+        redirect_uris: string[];
+      };
+      return {
+        grant_id: row.id,
+        client_id: row.client_id,
+        client_name: metadata.client_name ?? 'Unnamed client',
+        client_uri: metadata.client_uri ?? null,
+        redirect_uris: metadata.redirect_uris,
+        scope: row.scope,
+        resource: row.resource,
+        created_at: row.created_at,
+        last_used_at: row.last_used_at,
+      };
+    });
+  }
+
+  /** The user revokes one of their grants: every token issued through it stops working at once. */
+  async revokeOwnGrant(userId: string, grantId: string, client: ClientInfo): Promise<void> {
+    const grant = await this.#grant(grantId);
+    if (!grant || grant.user_id !== userId)
+      throw new NotFoundError('No such authorization', { code: 'OAUTH_GRANT_NOT_FOUND' });
+    await this.#endGrant(grant.id, 'revoked_by_user', { actorId: userId, client });
+  }
+
+  /** Erasure: deletes the user's grants (their codes and refresh tokens go with them). */
+  async deleteGrantsOf(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
+    const result = await db.deleteFrom('oauth_grants').where('user_id', '=', userId).executeTakeFirst();
+    return Number(result.numDeletedRows);
+  }
+
+  async #endGrant(grantId: string, reason: string, by: { actorId?: string; client?: ClientInfo } = {}): Promise<void> {
+    const grant = await this.#grant(grantId);
+    if (!grant) return;
+    await this.deps.db.deleteFrom('oauth_grants').where('id', '=', grantId).execute();
+    await this.deps.audit.record({
+      type: 'oauth.grant_revoked',
+      actorId: by.actorId ?? null,
+      subjectId: grant.user_id,
+      ipAddress: by.client?.ip ?? null,
+      userAgent: by.client?.userAgent ?? null,
+      details: { grant_id: grantId, client_id: grant.client_id, reason },
+    });
+  }
+
+  #grant(id: string) {
+    return this.deps.db.selectFrom('oauth_grants').selectAll().where('id', '=', id).executeTakeFirst();
+  }
+
+  #code(code: string) {
+    if (code.length > 200) return Promise.resolve(undefined);
+    return this.deps.db.selectFrom('oauth_codes').selectAll().where('code_hash', '=', sha256(code)).executeTakeFirst();
+  }
+}
