@@ -72,7 +72,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const { system, health, started: modules, services } = buildModules(config, infrastructure, base, overrides);
 
   const resolveCaller = createCallerResolver({
-    bearer: (token) => services.auth.auth.authenticateBearer(token),
+    bearer: (token) => services.auth.authenticateBearer(token),
     sessionCookie: (credential) => services.auth.auth.authenticateSession(credential),
     apiKey: (key) => services.apiKeys.authenticate(key),
   });

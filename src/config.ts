@@ -63,6 +63,8 @@ const envSchema = z.object({
   OIDC_CLIENT_ID: optionalText,
   OIDC_CLIENT_SECRET: optionalText,
   OIDC_REDIRECT_URI: optionalUrl,
+  MCP_AUTHORIZATION_SERVER: z.enum(['service', 'identity_provider']).optional(),
+  MCP_TOKEN_AUDIENCE: optionalText,
   AUTHZ_PROVIDER: z.enum(['embedded', 'openfga']).default('embedded'),
   OPENFGA_API_URL: optionalUrl,
   OPENFGA_STORE_ID: ulid.optional(),
@@ -133,6 +135,8 @@ function crossKeyProblems(raw: Record<string, unknown>): string[] {
     ['OIDC_ISSUER_URL', 'OIDC_CLIENT_ID', 'OIDC_CLIENT_SECRET', 'OIDC_REDIRECT_URI'],
     'AUTH_PROVIDER=oidc',
   );
+  if (raw.MCP_AUTHORIZATION_SERVER === 'identity_provider' && raw.AUTH_PROVIDER !== 'oidc')
+    problems.push('MCP_AUTHORIZATION_SERVER: identity_provider needs AUTH_PROVIDER=oidc');
   need(raw.AUTHZ_PROVIDER === 'openfga', ['OPENFGA_API_URL', 'OPENFGA_STORE_ID'], 'AUTHZ_PROVIDER=openfga');
   need(raw.LLM_PROVIDER === 'openai', ['LLM_MODEL'], 'LLM_PROVIDER=openai');
   // A production installation must not keep the key that protects its signing keys beside the database.
@@ -175,6 +179,14 @@ export interface Config {
     mode: 'token' | 'session';
     provider: 'local' | 'oidc';
     oidc?: { issuerUrl: string; clientId: string; clientSecret: string; redirectUri: string };
+    /**
+     * Who MCP clients get their tokens from: the service's own authorization server (which signs users in with a
+     * password or single sign-on), or the identity provider directly (its access tokens are then accepted on the
+     * MCP wires, for `mcpTokenAudience`).
+     */
+    mcpAuthorizationServer: 'service' | 'identity_provider';
+    /** The audience an identity provider's access token must name to be accepted on the MCP wires. */
+    mcpTokenAudience: string;
     adminUsername: string;
     adminPassword: string | undefined;
     /** The bootstrap administrator's email address, filled in on start when the account has none. */
@@ -286,14 +298,14 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
   ];
   if (!result.success || problems.length > 0) throw new ConfigError(problems);
   const env = result.data;
+  const publicUrl = (
+    env.PUBLIC_URL ?? `http://${env.HOST.includes(':') ? `[${env.HOST}]` : env.HOST}:${env.PORT}`
+  ).replace(/\/$/, '');
   return {
     production: env.NODE_ENV === 'production',
     host: env.HOST,
     ports: { main: env.PORT, playground: env.PLAYGROUND_PORT, builder: env.BUILDER_PORT },
-    publicUrl: (env.PUBLIC_URL ?? `http://${env.HOST.includes(':') ? `[${env.HOST}]` : env.HOST}:${env.PORT}`).replace(
-      /\/$/,
-      '',
-    ),
+    publicUrl,
     trustProxy: toTrustProxy(env.TRUST_PROXY),
     database: toDatabaseTarget(env.DATABASE_URL),
     redis: env.REDIS_URL ? { url: env.REDIS_URL, prefix: env.REDIS_PREFIX } : undefined,
@@ -308,6 +320,9 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
           redirectUri: env.OIDC_REDIRECT_URI!,
         },
       }),
+      mcpAuthorizationServer:
+        env.MCP_AUTHORIZATION_SERVER ?? (env.AUTH_PROVIDER === 'oidc' ? 'identity_provider' : 'service'),
+      mcpTokenAudience: env.MCP_TOKEN_AUDIENCE ?? `${publicUrl}/mcp`,
       adminUsername: env.ADMIN_USERNAME,
       adminPassword: env.ADMIN_PASSWORD,
       adminEmail: env.ADMIN_EMAIL ?? defaultAdminEmail(env.ADMIN_USERNAME),

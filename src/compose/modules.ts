@@ -125,6 +125,9 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
       return id === undefined ? undefined : users.service.get(id);
     },
     checkPassword: (login, password, req) => auth.service.auth.checkPassword(login, password, clientInfo(req)),
+    ...(auth.service.sso && {
+      ssoLoginUrl: (returnTo: string) => `/auth/sso/login?redirect_uri=${encodeURIComponent(returnTo)}`,
+    }),
   });
   const principals = createServicePrincipalsModule({
     db: db.kysely,

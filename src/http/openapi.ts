@@ -119,9 +119,13 @@ function operationFor(route: RouteDefinition, mounting: RouteMounting, serverUrl
       responses[String(status)] = { description, content: { [contentType]: { schema } } };
       continue;
     }
-    responses[String(status)] = declared?.schema
-      ? { description, content: { [declared.contentType ?? 'application/json']: { schema: declared.schema } } }
-      : { description };
+    const content = declared?.schema
+      ? { [declared.contentType ?? 'application/json']: { schema: declared.schema } }
+      : undefined;
+    // A route answering a page (HTML) with a status the framework also answers (with its JSON error) has both.
+    const framed = status >= 400 && framework.has(status) ? errorSchemaFor(mounting.area, status) : undefined;
+    if (content && framed && !content[framed.contentType]) content[framed.contentType] = { schema: framed.schema };
+    responses[String(status)] = content ? { description, content } : { description };
   }
   const req = route.request;
   const operation: ZodOpenApiOperationObject = {

@@ -52,6 +52,7 @@ function fromCsv(text: string): DataExport {
     conversations: [],
     playground_sessions: [],
     workflows: [],
+    oauth_grants: [],
     consents: [],
     audit_log: [],
   };
@@ -110,6 +111,7 @@ describe('GET /api/v1/users/me/data', () => {
       ],
       playground_sessions: [],
       workflows: [],
+      oauth_grants: [],
       consents: [
         {
           consent_id: expect.any(String) as unknown,

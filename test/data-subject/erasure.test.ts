@@ -7,6 +7,7 @@ import type { AppOverrides } from '../../src/app.js';
 import { startTestApp } from '../helpers/app.js';
 import { PASSWORD, call, cookiePair, createUser } from '../helpers/auth.js';
 import { DIALECTS } from '../helpers/databases.js';
+import { tokenRequest } from '../helpers/oauth.js';
 import { tablesContaining } from '../helpers/scan.js';
 import { describeWithService, probeRedis, REDIS_URL } from '../helpers/services.js';
 import {
@@ -43,6 +44,14 @@ async function expectCredentialsRefused(app: App, footprint: Footprint) {
     expect((await call(app, 'GET', '/auth/me', { token })).status).toBe(401);
   }
   expect((await call(app, 'GET', '/auth/me', { apiKey: footprint.apiKey })).status).toBe(401);
+  // The MCP client the user authorised: its access token on the MCP wires, and its refresh token.
+  expect((await call(app, 'GET', '/tools', { token: footprint.mcpClient.accessToken })).status).toBe(401);
+  const mcpRefresh = await tokenRequest(app, {
+    grant_type: 'refresh_token',
+    client_id: footprint.mcpClient.clientId,
+    refresh_token: footprint.mcpClient.refreshToken,
+  });
+  expect(mcpRefresh.body.error).toBe('invalid_grant');
   expect((await call(app, 'POST', '/auth/refresh', { body: { refresh_token: footprint.refreshToken } })).status).toBe(
     401,
   );
@@ -119,6 +128,7 @@ describe('DELETE /api/v1/users/me', () => {
         // The failed login by email, and the MCP request and tool-call windows.
         rate_limit_counters: 3,
         refresh_tokens: 3,
+        oauth_grants: 1,
         api_keys: 1,
         service_principals: 1,
         conversations: 1,

@@ -4,6 +4,7 @@ import type { App } from '../../src/app.js';
 import type { ErasureStep } from '../../src/modules/data-subject/erasure.service.js';
 import type { User } from '../../src/modules/users/users.service.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { authorizeClient } from '../helpers/oauth.js';
 import { tablesContaining } from '../helpers/scan.js';
 
 /** Distinctive enough that no other row, key or generated text contains them by chance. */
@@ -16,6 +17,7 @@ export const STEP_ORDER = [
   'authorization_tuples',
   'rate_limit_counters',
   'refresh_tokens',
+  'oauth_grants',
   'api_keys',
   'service_principals',
   'conversations',
@@ -39,6 +41,8 @@ export interface Footprint {
   apiKey: string;
   /** An access token the gateway exchanged the API key for. */
   exchangedToken: string;
+  /** The token pair of an MCP client the user authorised. */
+  mcpClient: { accessToken: string; refreshToken: string; clientId: string };
   principal: { id: string; secret: string; token: string };
   bob: { user: User; token: string };
 }
@@ -67,6 +71,7 @@ export async function leaveFootprint(app: App): Promise<Footprint> {
   const key = await call(app, 'POST', '/api/v1/api-keys', { token, body: { name: 'laptop' } });
   const apiKey = key.body.api_key as string;
   const exchange = await call(app, 'POST', '/api/v1/api-keys/validate', { apiKey });
+  const mcpClient = await authorizeClient(app, USERNAME, PASSWORD);
 
   const principal = await call(app, 'POST', '/api/v1/service-principals', {
     token,
@@ -117,6 +122,11 @@ export async function leaveFootprint(app: App): Promise<Footprint> {
     refreshToken: refreshed.body.refresh_token as string,
     apiKey,
     exchangedToken: exchange.body.access_token as string,
+    mcpClient: {
+      accessToken: mcpClient.tokens.access_token as string,
+      refreshToken: mcpClient.tokens.refresh_token as string,
+      clientId: mcpClient.clientId,
+    },
     principal: { id: 'deploy-bot', secret, token: principalToken.body.access_token as string },
     bob: { user: bobUser, token: bobToken },
   };

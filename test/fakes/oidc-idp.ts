@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { Provider, interactionPolicy } from 'oidc-provider';
+import { Provider, errors, interactionPolicy } from 'oidc-provider';
 import type { Account, ClientMetadata, Configuration } from 'oidc-provider';
 
 /** What the test IdP knows about one user; the map key is the user's login and `sub`. */
@@ -25,6 +25,11 @@ export interface TestIdpOptions {
    * openid-client's default for a string secret is ClientSecretPost, hence that default.
    */
   tokenEndpointAuthMethod?: 'client_secret_post' | 'client_secret_basic';
+  /**
+   * Resource servers (RFC 8707) the provider issues JWT access tokens for, by resource indicator, with the scopes
+   * each accepts. A resource not listed is refused with invalid_target.
+   */
+  resourceServers?: Record<string, { scope: string }>;
 }
 
 /** A real OpenID Connect provider (oidc-provider) on a loopback port, with one confidential client. */
@@ -111,7 +116,18 @@ export async function startTestIdp(options: TestIdpOptions = {}): Promise<TestId
     conformIdTokenClaims: false,
     // devInteractions renders the login and consent forms the browser driver submits; rpInitiatedLogout (on by
     // default in v9, spelled out because logout tests depend on it) serves /session/end and its confirm form.
-    features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true } },
+    features: {
+      devInteractions: { enabled: true },
+      rpInitiatedLogout: { enabled: true },
+      resourceIndicators: {
+        enabled: true,
+        getResourceServerInfo: (_ctx, indicator) => {
+          const server = options.resourceServers?.[indicator];
+          if (!server) throw new errors.InvalidTarget();
+          return { scope: server.scope, audience: indicator, accessTokenFormat: 'jwt', accessTokenTTL: 600 };
+        },
+      },
+    },
     interactions: { policy: loginRequiresKnownAccount() },
     // oidc-provider's defaults, spelled out so it does not print a notice per default lifetime in every test run.
     // The start-up warnings that remain (Node 20 "unsupported", in-memory adapter, dev signing keys, devInteractions)

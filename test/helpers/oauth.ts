@@ -118,3 +118,40 @@ export async function tokenRequest(app: App, form: Record<string, string>, path 
   const text = await res.text();
   return { status: res.status, body: (text ? JSON.parse(text) : {}) as Record<string, unknown> };
 }
+
+/**
+ * An MCP client authorised by `username` over HTTP, start to finish: registration, the consent page, the code's
+ * redemption. Answers the client id and the token response.
+ */
+export async function authorizeClient(
+  app: App,
+  username: string,
+  password: string,
+  redirectUri = 'http://127.0.0.1:40113/callback',
+): Promise<{ clientId: string; tokens: Record<string, unknown> }> {
+  const registered = await register(app, { client_name: 'Footprint IDE', redirect_uris: [redirectUri] });
+  const clientId = registered.body.client_id as string;
+  const { verifier, challenge } = pkce();
+  const authorize = new URL(`${app.url('main')}/oauth/authorize`);
+  for (const [key, value] of Object.entries({
+    response_type: 'code',
+    client_id: clientId,
+    redirect_uri: redirectUri,
+    code_challenge: challenge,
+    code_challenge_method: 'S256',
+  }))
+    authorize.searchParams.set(key, value);
+  const page = await openAuthorization(authorize);
+  const answer = await answerConsent(app, page, { decision: 'approve', username, password });
+  const code = answer.location?.searchParams.get('code');
+  if (!code) throw new Error(`consent did not redirect with a code: ${answer.status} ${answer.html.slice(0, 200)}`);
+  const tokens = await tokenRequest(app, {
+    grant_type: 'authorization_code',
+    client_id: clientId,
+    code,
+    code_verifier: verifier,
+    redirect_uri: redirectUri,
+  });
+  if (tokens.status !== 200) throw new Error(`code redemption failed: ${JSON.stringify(tokens.body)}`);
+  return { clientId, tokens: tokens.body };
+}

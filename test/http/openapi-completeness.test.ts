@@ -177,6 +177,8 @@ function mismatch(doc: Document, operation: Operation, answer: Answer): string |
   const type = answer.contentType.split(';')[0]!.trim();
   const media = documented.content[type];
   if (!media) return `${answer.status} answered ${type}, documented ${Object.keys(documented.content).join(', ')}`;
+  // Pages (the MCP sign-in page's errors) are documented as HTML: only JSON bodies have fields to check.
+  if (!/[/+]json$/.test(type)) return undefined;
   const body = JSON.parse(answer.body) as Record<string, unknown>;
   const missing = (schemaOf(doc, media.schema)?.required ?? []).filter((key) => !(key in body));
   return missing.length > 0 ? `${answer.status} body lacks ${missing.join(', ')}: ${answer.body}` : undefined;

@@ -96,9 +96,12 @@ describe('PKCE', () => {
 
 describe('redirect URIs', () => {
   it('an unregistered redirect URI is never redirected to (no open redirect)', async () => {
-    const res = await fetch(authorizeUrl({ code_challenge: pkce().challenge, redirect_uri: 'https://evil.example/cb' }), {
-      redirect: 'manual',
-    });
+    const res = await fetch(
+      authorizeUrl({ code_challenge: pkce().challenge, redirect_uri: 'https://evil.example/cb' }),
+      {
+        redirect: 'manual',
+      },
+    );
     expect(res.status).toBe(400);
     expect(res.headers.get('location')).toBeNull();
     expect(await res.json()).toMatchObject({ error: 'invalid_request' });
@@ -166,10 +169,9 @@ describe('codes', () => {
 
 describe('resources (RFC 8707)', () => {
   it('a token for another resource is not issued', async () => {
-    const res = await fetch(
-      authorizeUrl({ code_challenge: pkce().challenge, resource: 'https://other.example/mcp' }),
-      { redirect: 'manual' },
-    );
+    const res = await fetch(authorizeUrl({ code_challenge: pkce().challenge, resource: 'https://other.example/mcp' }), {
+      redirect: 'manual',
+    });
     expect(res.status).toBe(302);
     expect(new URL(res.headers.get('location')!).searchParams.get('error')).toBe('invalid_target');
 
@@ -253,7 +255,7 @@ describe('the consent page', () => {
     expect(denied.location!.searchParams.get('state')).toBe('st-1');
     expect(denied.location!.searchParams.get('iss')).toBe(app.url('main'));
     // Answered once: the request is spent.
-    expect((await answerConsent(app, page, { decision: 'approve' })).status).toBe(400);
+    expect((await answerConsent(app, page, { decision: 'approve' })).status).toBe(404);
   });
 
   it('is served with a strict policy: no script, not framable', async () => {

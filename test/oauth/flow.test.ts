@@ -6,6 +6,7 @@ import type { App } from '../../src/app.js';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, PASSWORD, call, createUser } from '../helpers/auth.js';
 import { unusedPort } from '../helpers/http.js';
+import { restoreGlobalWebSocketAfterEach, sdkTransports } from '../helpers/mcp.js';
 import { MemoryOAuthClient, answerConsent, openAuthorization, tokenRequest } from '../helpers/oauth.js';
 
 /**
@@ -14,6 +15,7 @@ import { MemoryOAuthClient, answerConsent, openAuthorization, tokenRequest } fro
  * the code, calls a tool, refreshes and revokes.
  */
 const closing = closeAfterEach();
+restoreGlobalWebSocketAfterEach();
 let app: App;
 let mcpUrl: URL;
 
@@ -104,6 +106,18 @@ describe('MCP authorization, end to end with the SDK client', () => {
     const audit = await call(app, 'GET', '/api/v1/audit-log?limit=50', { token: await adminToken() });
     const types = (audit.body.items as { event_type: string }[] | undefined)?.map((e) => e.event_type) ?? [];
     expect(types).toEqual(expect.arrayContaining(['oauth.consent_granted', 'oauth.grant_revoked']));
+  });
+
+  it('the token works on every MCP wire', async () => {
+    const provider = new MemoryOAuthClient();
+    await signIn(provider);
+    const headers = { Authorization: `Bearer ${provider.saved!.access_token}` };
+    for (const [wire, transport] of Object.entries(sdkTransports)) {
+      const client = closing(new Client({ name: 'test-ide', version: '1.0.0' }));
+      await client.connect(transport(app, headers));
+      const result = await client.callTool({ name: 'conversation_search', arguments: { query: 'x' } });
+      expect(result.isError, wire).toBe(false);
+    }
   });
 
   it('binds tokens to the MCP endpoint: the rest of the API refuses them', async () => {

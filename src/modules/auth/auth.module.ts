@@ -7,7 +7,7 @@ import type { Database } from '../../db/database.js';
 import type { Logger } from '../../logger.js';
 import type { AuditRecorder } from '../../ports/audit.js';
 import type { Module } from '../../ports/module.js';
-import { mcpResourceUrl } from '../../ports/caller.js';
+import { type Caller, mcpResourceUrl } from '../../ports/caller.js';
 import type { UsersService } from '../users/index.js';
 import { authRoutes } from './auth.routes.js';
 import { AuthService } from './auth.service.js';
@@ -36,6 +36,11 @@ export interface AuthModuleDeps {
 
 export interface Auth {
   auth: AuthService;
+  /**
+   * The caller a Bearer token stands for: one of the service's tokens, or, when MCP clients get their tokens from
+   * the identity provider, one of the provider's (accepted on the MCP wires only).
+   */
+  authenticateBearer: (token: string) => Promise<Caller>;
   tokens: TokenService;
   keys: KeyRing;
   sso: OidcSso | undefined;
@@ -62,17 +67,23 @@ export function createAuthModule(deps: AuthModuleDeps): Module<Auth> {
     ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger, audit })
     : undefined;
 
+  const idpTokens = sso && config.auth.mcpAuthorizationServer === 'identity_provider' ? sso : undefined;
+  const authenticateBearer = (token: string): Promise<Caller> =>
+    idpTokens?.issued(token)
+      ? idpTokens.authenticateAccessToken(token, config.auth.mcpTokenAudience)
+      : auth.authenticateBearer(token);
+
   const [signIn, verify, wellKnown] = authRoutes({
     auth,
     users,
     keys,
     publicUrl: config.publicUrl,
-    authorizationServers: [config.auth.oidc?.issuerUrl ?? config.publicUrl],
+    authorizationServers: [idpTokens ? config.auth.oidc!.issuerUrl : config.publicUrl],
     describePrincipal: deps.describePrincipal,
   });
   return {
     name: 'auth',
-    service: { auth, tokens, keys, sso },
+    service: { auth, authenticateBearer, tokens, keys, sso },
     routes: {
       main: [signIn, verify, wellKnown, ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : [])],
       // The web UIs sign in on their own origin (their strict CSP allows no other).

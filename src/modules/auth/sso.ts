@@ -1,8 +1,9 @@
 import { randomBytes } from 'node:crypto';
+import { type JWTVerifyGetKey, createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
 import type { Config } from '../../config.js';
-import { BadRequestError, CommonErrorCode, ConflictError } from '../../errors.js';
+import { BadRequestError, CommonErrorCode, ConflictError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { AuditRecorder } from '../../ports/audit.js';
 import {
@@ -13,7 +14,7 @@ import {
   roleSchema,
   usernameSchema,
 } from '../users/index.js';
-import type { ClientInfo } from '../../ports/caller.js';
+import { type Caller, CallerErrorCode, type ClientInfo, MCP_SCOPES, userCaller } from '../../ports/caller.js';
 import { identityProviderUnavailable, ssoLoginRefused } from './auth.errors.js';
 import type { AuthService, LoginResult } from './auth.service.js';
 
@@ -82,6 +83,7 @@ export function groupsFromClaims(claims: Record<string, unknown>): string[] {
  */
 export class OidcSso {
   #configuration: Promise<oidc.Configuration> | undefined;
+  #jwks: JWTVerifyGetKey | undefined;
 
   constructor(
     private readonly settings: OidcSettings,
@@ -193,6 +195,48 @@ export class OidcSso {
       ...(idToken && { id_token_hint: idToken }),
       client_id: this.settings.clientId,
     });
+  }
+
+  /** Whether a bearer token claims to come from the identity provider (unverified: only to choose the verifier). */
+  issued(token: string): boolean {
+    try {
+      return decodeJwt(token).iss === this.settings.issuerUrl;
+    } catch {
+      return false;
+    }
+  }
+
+  /**
+   * The caller an access token of the identity provider stands for, on the MCP wires (the token is bound to the
+   * MCP resource, `audience`): signature by the provider's published keys, issuer, audience and expiry checked.
+   * The person is the local user linked to the provider's subject, provisioned on first use as a login would.
+   * The token's MCP scopes narrow what it may do; a token naming none of them is not narrowed.
+   */
+  async authenticateAccessToken(token: string, audience: string): Promise<Caller> {
+    const configuration = await this.#config();
+    const metadata = configuration.serverMetadata();
+    if (!metadata.jwks_uri) throw identityProviderUnavailable(new Error('the provider publishes no jwks_uri'));
+    this.#jwks ??= createRemoteJWKSet(new URL(metadata.jwks_uri), { timeoutDuration: 5_000 });
+    let claims: Record<string, unknown> & { sub: string; exp?: number; scope?: unknown };
+    try {
+      const { payload } = await jwtVerify(token, this.#jwks, { issuer: metadata.issuer, audience, clockTolerance: 5 });
+      if (typeof payload.sub !== 'string') throw new Error('no sub');
+      claims = payload as typeof claims;
+    } catch {
+      throw new UnauthorizedError('Invalid token', { code: CallerErrorCode.InvalidToken });
+    }
+    const user =
+      (await this.deps.users.findByIdentity(metadata.issuer, claims.sub)) ??
+      (await this.#provision(metadata.issuer, claims));
+    if (!user.active) throw new UnauthorizedError('Invalid token', { code: CallerErrorCode.InvalidToken });
+    const scopes = (typeof claims.scope === 'string' ? claims.scope.split(' ') : []).filter((s) =>
+      (MCP_SCOPES as readonly string[]).includes(s),
+    );
+    return {
+      ...userCaller(user, { via: 'bearer', ...(typeof claims.exp === 'number' && { expiresAt: claims.exp }) }),
+      resource: audience,
+      ...(scopes.length > 0 && { scopes }),
+    };
   }
 
   /** The local user for these claims: linked by issuer and subject, or provisioned on first login. */

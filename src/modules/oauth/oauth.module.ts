@@ -24,6 +24,8 @@ export interface OAuthModuleDeps {
   sessionOfAccessToken: (token: string) => Promise<string | undefined>;
   signedInUser: OAuthRouteDeps['signedInUser'];
   checkPassword: OAuthRouteDeps['checkPassword'];
+  /** Present when users sign in through an identity provider: the consent page offers it. */
+  ssoLoginUrl?: OAuthRouteDeps['ssoLoginUrl'];
 }
 
 /**
@@ -49,6 +51,7 @@ export function createOAuthModule(deps: OAuthModuleDeps): Module<OAuthService> {
     counters: deps.stores.counters,
     signedInUser: deps.signedInUser,
     checkPassword: deps.checkPassword,
+    ...(deps.ssoLoginUrl && { ssoLoginUrl: deps.ssoLoginUrl }),
     grantOfAccessToken: async (token) => {
       const sid = await deps.sessionOfAccessToken(token);
       return sid?.startsWith(`${OAUTH_TOKEN_FAMILY}:`) ? sid.slice(OAUTH_TOKEN_FAMILY.length + 1) : undefined;

@@ -20,8 +20,12 @@ export interface ConsentView {
   /** Who is signed in on this browser (session mode); undefined shows the sign-in fields. */
   signedInAs?: string;
   error?: string;
+  /** What was typed as the username, kept when the page is shown again. */
+  username?: string;
   /** Where the page's form posts. */
   action: string;
+  /** Where single sign-on starts (and comes back to this page), when the service signs users in through an IdP. */
+  ssoUrl?: string;
 }
 
 /**
@@ -37,6 +41,8 @@ export function sendConsentPage(res: Response, view: ConsentView, status = 200):
       'Content-Type': 'text/html; charset=utf-8',
       'Cache-Control': 'no-store',
       'X-Frame-Options': 'DENY',
+      // The form's POST must carry its Origin (the Host and Origin guard checks it); no-referrer would send null.
+      'Referrer-Policy': 'same-origin',
       'Content-Security-Policy':
         `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self' ${redirect.origin}; ` +
         "frame-ancestors 'none'; base-uri 'none'",
@@ -69,11 +75,15 @@ function render(view: ConsentView, nonce: string, redirect: URL): string {
   const scopes = pending.scopes
     .map((scope) => `<li><code>${escape(scope)}</code>: ${escape(SCOPE_TEXT[scope] ?? scope)}</li>`)
     .join('');
+  const sso = view.ssoUrl
+    ? `<p><a class="sso" href="${escape(view.ssoUrl)}">Sign in with your organization’s single sign-on</a></p>
+       <p>Or sign in with a password below.</p>`
+    : '';
   const identity = view.signedInAs
     ? `<p>Signed in as <strong>${escape(view.signedInAs)}</strong>.</p>`
-    : `<fieldset><legend>Sign in to continue</legend>
+    : `${sso}<fieldset><legend>Sign in to continue</legend>
         <label for="username">Username or email</label>
-        <input id="username" name="username" autocomplete="username" required>
+        <input id="username" name="username" autocomplete="username" required value="${escape(view.username ?? '')}">
         <label for="password">Password</label>
         <input id="password" name="password" type="password" autocomplete="current-password" required>
       </fieldset>`;
@@ -102,7 +112,7 @@ function page(nonce: string, title: string, body: string): string {
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
-<meta name="referrer" content="no-referrer">
+<meta name="referrer" content="same-origin">
 <title>${escape(title)} · Agent Service</title>
 <style nonce="${nonce}">
   body { font: 16px/1.5 system-ui, sans-serif; color: #1b1f24; background: #f4f6f8; margin: 0; }
@@ -118,6 +128,9 @@ function page(nonce: string, title: string, body: string): string {
            color: #fff; cursor: pointer; }
   button.secondary { background: #fff; color: #1b1f24; border-color: #8c959f; }
   .error { background: #ffebe9; border: 1px solid #cf222e; padding: .5rem .75rem; border-radius: 6px; color: #82071e; }
+  a.sso { display: inline-block; padding: .55rem 1rem; border: 1px solid #0969da; border-radius: 6px; color: #0969da;
+          text-decoration: none; font-weight: 600; }
+  a.sso:focus { outline: 3px solid #0969da; outline-offset: 2px; }
   code { background: #eef1f4; padding: 0 .25rem; border-radius: 3px; }
 </style>
 </head>

@@ -33,6 +33,8 @@ export interface OAuthRouteDeps {
   signedInUser(req: Request): Promise<User | undefined>;
   /** A password sign-in, throttled and audited as logins are; UnauthorizedError when wrong. */
   checkPassword(login: string, password: string, req: Request): Promise<User>;
+  /** The URL that starts single sign-on and comes back to `returnTo` (a path here); absent without SSO. */
+  ssoLoginUrl?: (returnTo: string) => string;
   /** The grant an access token of ours was issued through, if it is a valid one. */
   grantOfAccessToken(token: string): Promise<string | undefined>;
   requestTtlSeconds: number;
@@ -136,6 +138,18 @@ export function oauthEndpoints(deps: OAuthRouteDeps, provider: OAuthServerProvid
   return router;
 }
 
+/** The consent page of a pending request, as this browser sees it (signed in or not, with SSO when there is one). */
+async function consentView(deps: OAuthRouteDeps, req: Request, pending: PendingAuthorization, csrf: string) {
+  const user = await deps.signedInUser(req);
+  return {
+    pending,
+    csrf,
+    action: OAUTH_PATHS.consent,
+    ...(user && { signedInAs: user.username }),
+    ...(deps.ssoLoginUrl && { ssoUrl: deps.ssoLoginUrl(`${OAUTH_PATHS.consent}?request=${pending.id}`) }),
+  };
+}
+
 /** The SDK's authorization provider interface, answered by the service and the consent page. */
 export function oauthProvider(deps: OAuthRouteDeps): OAuthServerProvider {
   const { service } = deps;
@@ -160,8 +174,7 @@ export function oauthProvider(deps: OAuthRouteDeps): OAuthServerProvider {
         path: OAUTH_PATHS.consent,
         maxAge: deps.requestTtlSeconds * 1000,
       });
-      const user = await deps.signedInUser(res.req);
-      sendConsentPage(res, { pending, csrf, signedInAs: user?.username, action: OAUTH_PATHS.consent });
+      sendConsentPage(res, await consentView(deps, res.req, pending, csrf));
     },
     challengeForAuthorizationCode: (client, code) => service.challengeFor(client, code),
     exchangeAuthorizationCode: (client, code, _verifier, redirectUri, resource) =>
@@ -229,6 +242,42 @@ export function oauthRoutes(deps: OAuthRouteDeps): RouteGroup[] {
     tags: ['MCP authorization'],
     routes: [
       defineRoute({
+        method: 'get',
+        path: '/',
+        operationId: 'showOAuthConsent',
+        summary: 'The sign-in and consent page again (where single sign-on returns to)',
+        access: 'public',
+        request: { query: z.object({ request: z.string().max(100).optional() }) },
+        responses: {
+          200: { description: 'The page', schema: z.string(), contentType: 'text/html' },
+          404: { description: 'The request is unknown or expired', schema: z.string(), contentType: 'text/html' },
+          403: {
+            description: 'The request was started in another browser',
+            schema: z.string(),
+            contentType: 'text/html',
+          },
+        },
+        handler: async ({ req, res, query }) => {
+          const pending = await service.takePending(query.request ?? '');
+          if (!pending) {
+            sendConsentError(
+              res,
+              404,
+              'This authorization request has expired',
+              'The sign-in page is no longer valid.',
+            );
+            return;
+          }
+          await service.keepPending(pending);
+          const cookie = parseCookies(req.headers.cookie ?? '')[`${CONSENT_COOKIE}_${pending.id}`];
+          if (!cookie || !sameSecret(cookie, pending.csrfHash)) {
+            sendConsentError(res, 403, 'This page could not be shown', 'It was opened in another browser.');
+            return;
+          }
+          sendConsentPage(res, await consentView(deps, req, pending, cookie));
+        },
+      }),
+      defineRoute({
         method: 'post',
         path: '/',
         operationId: 'answerOAuthConsent',
@@ -243,17 +292,33 @@ export function oauthRoutes(deps: OAuthRouteDeps): RouteGroup[] {
         },
         responses: {
           303: { description: 'Back to the client, with `code` or `error`, `state` and `iss`' },
-          400: { description: 'The request is unknown or expired (an HTML page)', contentType: 'text/html' },
-          401: { description: 'Wrong username or password (the page again)', contentType: 'text/html' },
-          403: { description: 'The form did not come from the page this browser was shown', contentType: 'text/html' },
-          429: { description: 'Too many failed sign-ins (the page again)', contentType: 'text/html' },
+          404: {
+            description: 'The request is unknown or expired (an HTML page)',
+            schema: z.string(),
+            contentType: 'text/html',
+          },
+          401: {
+            description: 'Wrong username or password (the page again)',
+            schema: z.string(),
+            contentType: 'text/html',
+          },
+          403: {
+            description: 'The form did not come from the page this browser was shown',
+            schema: z.string(),
+            contentType: 'text/html',
+          },
+          429: {
+            description: 'Too many failed sign-ins (the page again)',
+            schema: z.string(),
+            contentType: 'text/html',
+          },
         },
         handler: async ({ req, res, body }) => {
           const pending = await service.takePending(body.request ?? '');
           if (!pending) {
             sendConsentError(
               res,
-              400,
+              404,
               'This authorization request has expired',
               'The sign-in page is no longer valid.',
             );
@@ -272,7 +337,7 @@ export function oauthRoutes(deps: OAuthRouteDeps): RouteGroup[] {
             return;
           }
           const client = clientInfo(req);
-          const view = { pending, csrf: cookie, action: OAUTH_PATHS.consent };
+          const view = await consentView(deps, req, pending, cookie);
           if (body.decision !== 'approve') {
             await service.recordDenial(pending, (await deps.signedInUser(req))?.id ?? null, client);
             backToClient(res, pending, publicUrl, {
@@ -291,7 +356,7 @@ export function oauthRoutes(deps: OAuthRouteDeps): RouteGroup[] {
             if (!(error instanceof UnauthorizedError || error instanceof RateLimitError)) throw error;
             await service.keepPending(pending);
             const status = error instanceof RateLimitError ? 429 : 401;
-            sendConsentPage(res, { ...view, error: error.message }, status);
+            sendConsentPage(res, { ...view, error: error.message, username: body.username ?? '' }, status);
             return;
           }
           if (!user) {
