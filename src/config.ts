@@ -65,6 +65,7 @@ const envSchema = z.object({
   OIDC_REDIRECT_URI: optionalUrl,
   MCP_AUTHORIZATION_SERVER: z.enum(['service', 'identity_provider']).optional(),
   MCP_TOKEN_AUDIENCE: optionalText,
+  MCP_CLIENT_METADATA_PRIVATE_HOSTS: optionalText,
   AUTHZ_PROVIDER: z.enum(['embedded', 'openfga']).default('embedded'),
   OPENFGA_API_URL: optionalUrl,
   OPENFGA_STORE_ID: ulid.optional(),
@@ -187,6 +188,8 @@ export interface Config {
     mcpAuthorizationServer: 'service' | 'identity_provider';
     /** The audience an identity provider's access token must name to be accepted on the MCP wires. */
     mcpTokenAudience: string;
+    /** Hosts whose MCP client metadata documents may be fetched although they resolve to private addresses. */
+    clientMetadataPrivateHosts: string[];
     adminUsername: string;
     adminPassword: string | undefined;
     /** The bootstrap administrator's email address, filled in on start when the account has none. */
@@ -323,6 +326,10 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
       mcpAuthorizationServer:
         env.MCP_AUTHORIZATION_SERVER ?? (env.AUTH_PROVIDER === 'oidc' ? 'identity_provider' : 'service'),
       mcpTokenAudience: env.MCP_TOKEN_AUDIENCE ?? `${publicUrl}/mcp`,
+      clientMetadataPrivateHosts: (env.MCP_CLIENT_METADATA_PRIVATE_HOSTS ?? '')
+        .split(',')
+        .map((host) => host.trim())
+        .filter(Boolean),
       adminUsername: env.ADMIN_USERNAME,
       adminPassword: env.ADMIN_PASSWORD,
       adminEmail: env.ADMIN_EMAIL ?? defaultAdminEmail(env.ADMIN_USERNAME),

@@ -111,6 +111,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
       refreshTokenTtlSeconds: config.auth.refreshTokenTtlSeconds,
       maxClients: 10_000,
     },
+    clientMetadataPrivateHosts: config.auth.clientMetadataPrivateHosts,
     issueAccessToken: (user, sid, binding) =>
       auth.service.tokens.issue(
         { sub: user.id, username: user.username, roles: user.roles, kind: 'user', sid },

@@ -76,13 +76,23 @@ export async function openAuthorization(url: URL | string, cookie?: string): Pro
 }
 
 /** Posts the consent form; answers the status and where the browser is sent. */
-export async function answerConsent(
+export function answerConsent(
   app: App,
   page: ConsentPage,
   form: Record<string, string>,
   cookie = page.cookie,
 ): Promise<{ status: number; location: URL | undefined; html: string }> {
-  const res = await fetch(`${app.url('main')}/oauth/consent`, {
+  return answerConsentAt(app.url('main'), page, form, cookie);
+}
+
+/** `answerConsent` for a service reached by its URL (one running in another process). */
+export async function answerConsentAt(
+  base: string,
+  page: ConsentPage,
+  form: Record<string, string>,
+  cookie = page.cookie,
+): Promise<{ status: number; location: URL | undefined; html: string }> {
+  const res = await fetch(`${base}/oauth/consent`, {
     method: 'POST',
     redirect: 'manual',
     headers: { 'Content-Type': 'application/x-www-form-urlencoded', ...(cookie && { Cookie: cookie }) },

@@ -7,7 +7,14 @@ import { mcpResourceUrl } from '../../ports/caller.js';
 import type { Module } from '../../ports/module.js';
 import type { User } from '../users/index.js';
 import { type OAuthRouteDeps, oauthEndpoints, oauthProvider, oauthRoutes } from './oauth.routes.js';
-import { type IssueAccessToken, OAUTH_TOKEN_FAMILY, type OAuthLimits, OAuthService } from './oauth.service.js';
+import { ClientMetadataDocuments } from './client-metadata.js';
+import {
+  type IssueAccessToken,
+  OAUTH_TOKEN_FAMILY,
+  type OAuthLimits,
+  OAuthService,
+  acceptableRedirectUri,
+} from './oauth.service.js';
 
 export interface OAuthModuleDeps {
   db: Kysely<Database>;
@@ -17,6 +24,8 @@ export interface OAuthModuleDeps {
   audit: AuditRecorder;
   now: () => Date;
   limits: OAuthLimits;
+  /** Hosts whose client metadata documents may be fetched although they resolve to private addresses. */
+  clientMetadataPrivateHosts: string[];
   issueAccessToken: IssueAccessToken;
   /** Tells token verification how to check a token issued through a grant (AuthService.registerTokenFamily). */
   registerTokenFamily: (family: string, isLive: (sid: string, subject: string) => Promise<boolean>) => void;
@@ -43,6 +52,11 @@ export function createOAuthModule(deps: OAuthModuleDeps): Module<OAuthService> {
     resource: mcpResourceUrl(deps.publicUrl),
     limits: deps.limits,
     now: deps.now,
+    clientMetadata: new ClientMetadataDocuments({
+      privateHosts: deps.clientMetadataPrivateHosts,
+      now: () => deps.now().getTime(),
+      redirectUriAllowed: acceptableRedirectUri,
+    }),
   });
   deps.registerTokenFamily(OAUTH_TOKEN_FAMILY, (sid, subject) => service.isLive(sid, subject));
   const routeDeps: OAuthRouteDeps = {

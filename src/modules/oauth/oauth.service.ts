@@ -15,6 +15,7 @@ import { NotFoundError } from '../../errors.js';
 import { type AuditRecorder } from '../../ports/audit.js';
 import { type ClientInfo, MCP_SCOPES } from '../../ports/caller.js';
 import type { User } from '../users/index.js';
+import { type ClientMetadataDocuments, isMetadataDocumentUrl } from './client-metadata.js';
 
 /** The token family of access tokens issued through a grant: `oauth:<grant id>`. */
 export const OAUTH_TOKEN_FAMILY = 'oauth';
@@ -49,6 +50,8 @@ export interface OAuthServiceDeps {
   resource: string;
   limits: OAuthLimits;
   now: () => Date;
+  /** Clients identified by the URL of their metadata document, instead of a registration. */
+  clientMetadata: ClientMetadataDocuments;
 }
 
 /** An authorization request waiting for the user's sign-in and consent. */
@@ -116,6 +119,7 @@ export class OAuthService {
   };
 
   async getClient(clientId: string): Promise<OAuthClientInformationFull | undefined> {
+    if (isMetadataDocumentUrl(clientId)) return this.#documentedClient(clientId);
     if (clientId.length > 200) return undefined;
     const row = await this.deps.db
       .selectFrom('oauth_clients')
@@ -128,6 +132,28 @@ export class OAuthService {
         client_id: row.client_id,
       }
     );
+  }
+
+  /**
+   * A client whose id is the URL of its metadata document. It is recorded like a registration (its grants refer to
+   * it), refreshed whenever the document is fetched again.
+   */
+  async #documentedClient(url: string): Promise<OAuthClientInformationFull | undefined> {
+    if (url.length > 2048) return undefined;
+    const client = await this.deps.clientMetadata.resolve(url);
+    if (!client) return undefined;
+    const { client_id: _id, ...metadata } = client;
+    await this.deps.db
+      .insertInto('oauth_clients')
+      .values({
+        client_id: url,
+        metadata: JSON.stringify(metadata),
+        secret_hash: null,
+        created_at: this.deps.now().toISOString(),
+      })
+      .onConflict((oc) => oc.column('client_id').doUpdateSet({ metadata: JSON.stringify(metadata) }))
+      .execute();
+    return client;
   }
 
   /**
