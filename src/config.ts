@@ -93,6 +93,7 @@ const envSchema = z.object({
     })
     .optional(),
   REDIS_PREFIX: z.string().max(64).default('agent:'),
+  REDIS_OUTAGE_GRACE_SECONDS: z.coerce.number().int().min(0).max(3_600).default(60),
   ACCESS_TOKEN_TTL_SECONDS: positiveInt(900),
   REFRESH_TOKEN_TTL_SECONDS: positiveInt(2_592_000),
   SESSION_IDLE_TIMEOUT_SECONDS: positiveInt(1_800),
@@ -175,7 +176,11 @@ export interface Config {
   /** Express `trust proxy` setting: whose X-Forwarded-For to believe for client addresses. */
   trustProxy: boolean | number | string;
   database: DatabaseTarget;
-  redis: { url: string; prefix: string } | undefined;
+  /**
+   * Redis, when configured. `outageGraceSeconds`: how long into an outage an access token whose session this
+   * instance last saw live is still accepted (0: refuse at once with 503).
+   */
+  redis: { url: string; prefix: string; outageGraceSeconds: number } | undefined;
   auth: {
     mode: 'token' | 'session';
     provider: 'local' | 'oidc';
@@ -311,7 +316,9 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     publicUrl,
     trustProxy: toTrustProxy(env.TRUST_PROXY),
     database: toDatabaseTarget(env.DATABASE_URL),
-    redis: env.REDIS_URL ? { url: env.REDIS_URL, prefix: env.REDIS_PREFIX } : undefined,
+    redis: env.REDIS_URL
+      ? { url: env.REDIS_URL, prefix: env.REDIS_PREFIX, outageGraceSeconds: env.REDIS_OUTAGE_GRACE_SECONDS }
+      : undefined,
     auth: {
       mode: env.AUTH_MODE,
       provider: env.AUTH_PROVIDER,

@@ -191,9 +191,28 @@ interface HttpLikeError {
   expose?: unknown;
 }
 
+/** Socket errors, and PostgreSQL's "cannot connect now" and connection-exception classes (SQLSTATE 57P0x, 08xxx). */
+const UNREACHABLE_CODES =
+  /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|57P0[1-3]|08\w{3})$/;
+const UNREACHABLE_MESSAGES =
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/;
+
 /**
- * Turns anything thrown into an AppError. Framework errors with a client status become their 4xx; everything
- * else becomes an InternalError that keeps the original as its cause (for the log, never the client).
+ * Whether an error says a dependency could not be reached (a database or network outage), not that the request or
+ * the code was wrong: such a failure is a 503 to retry, never a 500.
+ */
+function isUnreachableDependency(err: unknown): boolean {
+  for (let cause = err, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth++) {
+    const code = (cause as { code?: unknown }).code;
+    if (typeof code === 'string' && UNREACHABLE_CODES.test(code)) return true;
+    if (UNREACHABLE_MESSAGES.test(cause.message)) return true;
+  }
+  return false;
+}
+
+/**
+ * Turns anything thrown into an AppError. Framework errors with a client status become their 4xx; a dependency
+ * that could not be reached, a 503; everything else becomes an InternalError that keeps the original as its cause (for the log, never the client).
  */
 export function toAppError(err: unknown): AppError {
   if (err instanceof AppError) return err;
@@ -218,6 +237,12 @@ export function toAppError(err: unknown): AppError {
     case 'stream.encoding.set':
       return new BadRequestError('Request body could not be read', { code: CommonErrorCode.BadRequest, cause: err });
   }
+  if (isUnreachableDependency(err))
+    return new ServiceUnavailableError('A service this request needs is unavailable; retry shortly', {
+      code: CommonErrorCode.ServiceUnavailable,
+      headers: { 'Retry-After': '5' },
+      cause: err,
+    });
   if (typeof status === 'number' && status >= 400 && status < 500 && http.expose !== false) {
     if (status === 404) return new NotFoundError('Not found', { code: CommonErrorCode.NotFound, cause: err });
     if (status === 413)

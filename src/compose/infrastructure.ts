@@ -14,6 +14,12 @@ import { createOfflineLlm } from '../adapters/llm/offline.js';
 import { createOpenAiLlm } from '../adapters/llm/openai.js';
 import type { LlmProvider } from '../adapters/llm/port.js';
 import { createRedisClient } from '../adapters/redis/redis.js';
+import {
+  degradableCounterStore,
+  degradableEphemeralStore,
+  degradableSessionStore,
+} from '../adapters/redis/degraded.js';
+import { RedisOutage } from '../adapters/redis/outage.js';
 import { createEmbeddedSearch } from '../adapters/search/embedded.js';
 import type { ConversationSearcher, WebSearch } from '../adapters/search/port.js';
 import { createSearxngSearch } from '../adapters/search/searxng.js';
@@ -57,12 +63,25 @@ export function buildInfrastructure(config: Config, deps: { logger: Logger; now:
   const db = createDb(config.database);
   const redis = config.redis ? createRedisClient(config.redis.url, logger) : undefined;
   const clock = { now: () => now().getTime() };
+  // Every Redis call goes through one breaker: an outage is a 503 (or a stand-in), never a 500 or a pile-up.
+  const outage = redis ? new RedisOutage({ now: clock.now, logger }) : undefined;
   const stores: Stores =
-    redis && config.redis
+    redis && config.redis && outage
       ? {
-          sessions: createRedisSessionStore(redis, { prefix: config.redis.prefix, ...clock }),
-          counters: createRedisCounterStore(redis, { prefix: config.redis.prefix, ...clock }),
-          ephemeral: createRedisEphemeralStore(redis, { prefix: config.redis.prefix, ...clock }),
+          sessions: degradableSessionStore(
+            createRedisSessionStore(redis, { prefix: config.redis.prefix, ...clock }),
+            outage,
+            { graceMs: config.redis.outageGraceSeconds * 1000, now: clock.now },
+          ),
+          counters: degradableCounterStore(
+            createRedisCounterStore(redis, { prefix: config.redis.prefix, ...clock }),
+            outage,
+            clock.now,
+          ),
+          ephemeral: degradableEphemeralStore(
+            createRedisEphemeralStore(redis, { prefix: config.redis.prefix, ...clock }),
+            outage,
+          ),
         }
       : {
           sessions: createMemorySessionStore(clock),
@@ -98,7 +117,12 @@ export function buildInfrastructure(config: Config, deps: { logger: Logger; now:
       config.searchUrl ? createSearxngSearch(config.searchUrl) : createEmbeddedSearch(conversations),
     healthChecks: [
       databaseHealthCheck(db),
-      redis && config.redis ? redisSessionStoreHealthCheck(redis, config.redis.url) : memorySessionStoreHealthCheck(),
+      redis && config.redis && outage
+        ? redisSessionStoreHealthCheck(redis, config.redis.url, {
+            breaker: outage,
+            graceSeconds: config.redis.outageGraceSeconds,
+          })
+        : memorySessionStoreHealthCheck(),
       authz.healthCheck(),
       config.auth.oidc ? oidcIdentityHealthCheck(config.auth.oidc) : localIdentityHealthCheck(db),
       llm.healthCheck(),

@@ -25,8 +25,11 @@ export interface RenderedError {
 const SCIM_ERROR_SCHEMA = 'urn:ietf:params:scim:api:messages:2.0:Error';
 const GENERIC_500 = 'Internal server error';
 
+const GENERIC_503 = 'A service this request needs is unavailable; retry shortly';
+
 function publicMessage(err: AppError): string {
-  return err.expose ? err.message : GENERIC_500;
+  if (err.expose) return err.message;
+  return err.status === 503 ? GENERIC_503 : GENERIC_500;
 }
 
 /** The MCP error code of an error, the same on every wire: HTTP bodies, stream `error` events. */

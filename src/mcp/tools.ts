@@ -62,7 +62,8 @@ export function defineTool<Shape extends z.ZodRawShape>(tool: ToolDefinition<Sha
 export interface ToolRefusal {
   kind: 'refused';
   tool: string;
-  status: 403 | 429;
+  /** 403 not permitted, 429 not now, 503 the decision could not be made (the authorization service is away). */
+  status: 403 | 429 | 503;
   /** Why, with its code, message and headers. */
   error: AppError;
 }
@@ -97,7 +98,8 @@ function withIsError(result: CallToolResult): CallToolResult {
 
 /** A tool error: the call failed in an expected way, and the message says how. */
 export function errorResult(error: AppError, traceId?: string): CallToolResult {
-  const message = error.expose ? error.message : `Internal error${traceId ? ` (trace_id ${traceId})` : ''}`;
+  const hidden = error.status === 503 ? 'A service this call needs is unavailable; retry shortly' : 'Internal error';
+  const message = error.expose ? error.message : `${hidden}${traceId ? ` (trace_id ${traceId})` : ''}`;
   return { content: [{ type: 'text', text: message }], isError: true };
 }
 
@@ -201,7 +203,10 @@ export class ToolExecutor {
       await policy.admitToolCall(caller, tool.name, { readOnly: tool.annotations?.readOnlyHint === true });
     } catch (thrown) {
       const error = toAppError(thrown);
-      metrics.toolCalls.inc({ tool: tool.name, status: error.status === 403 ? 'denied' : 'rate_limited' });
+      const status = error.status === 403 ? 'denied' : error.status === 429 ? 'rate_limited' : 'unavailable';
+      metrics.toolCalls.inc({ tool: tool.name, status });
+      // The policy point could not decide (its store or the authorization service is away): a refusal, not a result.
+      if (error.status === 503) return { kind: 'refused', tool: tool.name, status: 503, error };
       return outcomeOf(tool, error);
     }
     const context: ToolContext = {

@@ -107,6 +107,26 @@ describe('identity provider tokens on the MCP wires', () => {
     expect((await call(app, 'GET', '/tools', { token: `${header}.${payload}.AAAA` })).status).toBe(401);
   });
 
+  it('the provider away: keys already fetched still verify; an instance without them answers 503, not 401', async () => {
+    const { app, idp, base, mcp } = await setUp();
+    const token = await idpToken(idp, base, mcp, 'mcp:read mcp:tools');
+    expect((await call(app, 'GET', '/tools', { token })).status).toBe(200);
+    const fresh = closing(
+      await startTestApp({
+        AUTH_PROVIDER: 'oidc',
+        OIDC_ISSUER_URL: idp.issuer,
+        OIDC_CLIENT_ID: idp.clientId,
+        OIDC_CLIENT_SECRET: idp.clientSecret,
+        OIDC_REDIRECT_URI: `${base}/auth/sso/callback`,
+        MCP_TOKEN_AUDIENCE: mcp,
+      }),
+    );
+    await idp.close();
+    expect((await call(app, 'GET', '/tools', { token })).status).toBe(200);
+    const refused = await call(fresh, 'GET', '/tools', { token });
+    expect(refused.status).toBe(503);
+  });
+
   it("narrows to the token's MCP scopes", async () => {
     const { app, idp, base, mcp } = await setUp();
     const token = await idpToken(idp, base, mcp, 'mcp:read');

@@ -1,3 +1,4 @@
+import { CommonErrorCode, ServiceUnavailableError } from '../../errors.js';
 import { openFgaSdk } from './openfga-sdk.js';
 import { openFgaClient } from './openfga-client.js';
 import type { AuthorizationModel, ReadRequestTupleKey } from '@openfga/sdk';
@@ -26,14 +27,23 @@ const MAX_RETRY = 2;
  * `apiCode` its error code (`validation_error`, `store_id_not_found`, …) or ours (`unreachable`, `client_error`).
  * Neither is named `status`/`code`, so the HTTP layer treats this as an internal error, not as the client's 4xx.
  */
-export class OpenFgaError extends Error {
+/**
+ * OpenFGA could not answer (unreachable, timed out, rate limited, or refusing the service's configuration). A
+ * request that needed the decision is answered 503 with Retry-After, never 500; the message, which names the
+ * store and the server, stays in the log.
+ */
+export class OpenFgaError extends ServiceUnavailableError {
   constructor(
     message: string,
     readonly httpStatus: number | undefined,
     readonly apiCode: string,
   ) {
-    super(message);
+    super(message, { code: CommonErrorCode.ServiceUnavailable, headers: { 'Retry-After': '5' } });
     this.name = 'OpenFgaError';
+  }
+
+  override get expose(): boolean {
+    return false;
   }
 }
 

@@ -1,5 +1,6 @@
 import type { Redis } from 'ioredis';
 import type { HealthCheck } from '../../ports/health.js';
+import type { RedisOutage } from '../redis/outage.js';
 import { parseRedisInfo, redactRedisUrl } from '../redis/redis.js';
 
 const NAME = 'session_store';
@@ -17,15 +18,32 @@ export function memorySessionStoreHealthCheck(): HealthCheck {
   };
 }
 
-/** Redis: connected, answers PING, and how many clients and how much memory it has. */
-export function redisSessionStoreHealthCheck(redis: Redis, url: string): HealthCheck {
+/**
+ * Redis: connected, answers PING, and how many clients and how much memory it has. Unreachable is `degraded` while
+ * the service still serves access tokens on what it last saw (the outage's grace period), else unhealthy.
+ */
+export function redisSessionStoreHealthCheck(
+  redis: Redis,
+  url: string,
+  outage?: { breaker: RedisOutage; graceSeconds: number },
+): HealthCheck {
   return {
     name: NAME,
     critical: true,
     timeoutMs: TIMEOUT_MS,
     details: { provider: 'redis', url: redactRedisUrl(url) },
     run: async () => {
-      await redis.ping();
+      try {
+        await (outage ? outage.breaker.run(() => redis.ping()) : redis.ping());
+      } catch (error) {
+        if (!outage?.breaker.withinGrace(outage.graceSeconds * 1000)) throw error;
+        return {
+          status: 'degraded',
+          message:
+            `unreachable: access tokens are honoured for ${outage.graceSeconds} s of the outage; ` +
+            'logins and sessions answer 503',
+        };
+      }
       const info = parseRedisInfo(await redis.info());
       const usedMemory = Number(info.used_memory);
       return {

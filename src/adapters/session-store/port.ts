@@ -32,7 +32,11 @@ export interface SessionStore {
    */
   create(record: SessionRecord, maxPerUser: number): Promise<{ evicted: string[] }>;
   /** The live session, or undefined when missing, idle too long or past its absolute expiry. */
-  get(id: string): Promise<SessionRecord | undefined>;
+  /**
+   * A live session by id. `staleOk`: the caller (an access token's check) may be answered from what this instance
+   * last read, when the store is unreachable and the operator allows it for a while.
+   */
+  get(id: string, read?: { staleOk?: boolean }): Promise<SessionRecord | undefined>;
   /** Records use at `at` (epoch ms), extending the idle window but never past the absolute expiry. */
   touch(id: string, at: number): Promise<void>;
   /** Deletes a session; false when there was none. */

@@ -312,7 +312,8 @@ export class AuthService {
       }
       return claims;
     }
-    const session = await this.deps.sessions.get(claims.sid);
+    // A verified token may be vouched for by the session as this instance last saw it, while the store is down.
+    const session = await this.deps.sessions.get(claims.sid, { staleOk: true });
     if (!session || session.userId !== claims.sub) {
       throw new UnauthorizedError('Token has been revoked', { code: CallerErrorCode.InvalidToken });
     }

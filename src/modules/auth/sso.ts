@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { type JWTVerifyGetKey, createRemoteJWKSet, decodeJwt, jwtVerify } from 'jose';
+import { type JWTVerifyGetKey, createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify } from 'jose';
 import * as oidc from 'openid-client';
 import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
 import type { Config } from '../../config.js';
@@ -217,14 +217,18 @@ export class OidcSso {
     const metadata = configuration.serverMetadata();
     if (!metadata.jwks_uri) throw identityProviderUnavailable(new Error('the provider publishes no jwks_uri'));
     this.#jwks ??= createRemoteJWKSet(new URL(metadata.jwks_uri), { timeoutDuration: 5_000 });
-    let claims: Record<string, unknown> & { sub: string; exp?: number; scope?: unknown };
+    let payload: Record<string, unknown>;
     try {
-      const { payload } = await jwtVerify(token, this.#jwks, { issuer: metadata.issuer, audience, clockTolerance: 5 });
-      if (typeof payload.sub !== 'string') throw new Error('no sub');
-      claims = payload as typeof claims;
-    } catch {
+      ({ payload } = await jwtVerify(token, this.#jwks, { issuer: metadata.issuer, audience, clockTolerance: 5 }));
+    } catch (error) {
+      // The provider's keys could not be fetched: that says nothing about the token (503, not 401).
+      if (error instanceof joseErrors.JWKSTimeout || !(error instanceof joseErrors.JOSEError))
+        throw identityProviderUnavailable(error);
       throw new UnauthorizedError('Invalid token', { code: CallerErrorCode.InvalidToken });
     }
+    if (typeof payload.sub !== 'string')
+      throw new UnauthorizedError('Invalid token', { code: CallerErrorCode.InvalidToken });
+    const claims = payload as Record<string, unknown> & { sub: string; exp?: number; scope?: unknown };
     const user =
       (await this.deps.users.findByIdentity(metadata.issuer, claims.sub)) ??
       (await this.#provision(metadata.issuer, claims));

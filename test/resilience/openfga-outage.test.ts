@@ -1,0 +1,45 @@
+import { describe, expect, it } from 'vitest';
+import { closeAfterEach, startTestApp } from '../helpers/app.js';
+import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { startFakeOpenFga } from '../fakes/openfga.js';
+
+/**
+ * The authorization service going away under a running service. OpenFGA cannot run on this machine: the fake
+ * speaks its HTTP API (test/fakes/openfga.ts) and is stopped mid-test. A request that needs a decision answers 503
+ * with Retry-After and a message that names neither the store nor the server; none answers 500.
+ */
+const closing = closeAfterEach();
+
+describe('OpenFGA outage', () => {
+  it('answers 503 for decisions it cannot get, and says why only in the log', async () => {
+    const fga = await startFakeOpenFga();
+    const app = closing(
+      await startTestApp({
+        AUTHZ_PROVIDER: 'openfga',
+        OPENFGA_API_URL: fga.url,
+        OPENFGA_STORE_ID: fga.storeId,
+        OPENFGA_MODEL_ID: fga.modelId,
+        // Every decision asks OpenFGA.
+        AUTHZ_CACHE_MS: '0',
+      }),
+    );
+    await createUser(app, 'alice');
+    const token = (await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } })).body
+      .access_token as string;
+    const callTool = () =>
+      call(app, 'POST', '/mcp/tools/call', {
+        token,
+        body: { params: { name: 'conversation_search', arguments: { query: 'x' } } },
+      });
+    expect((await callTool()).status).toBe(200);
+
+    await fga.close();
+    const refused = await callTool();
+    expect(refused.status).toBe(503);
+    expect(refused.headers.get('retry-after')).toBe('5');
+    expect(JSON.stringify(refused.body)).not.toContain(fga.url);
+    expect(JSON.stringify(refused.body)).not.toContain(fga.storeId);
+    const health = await call(app, 'GET', '/health');
+    expect(health.body).toMatchObject({ checks: { authz_service: 'unhealthy' } });
+  }, 30_000);
+});
