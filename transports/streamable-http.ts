@@ -30,11 +30,15 @@ export interface StreamableHttpOptions {
   logger: Logger;
   idleMs: number;
   maxSessions: number;
+  /** Answer every POST on its own (no session, no server-initiated stream): any instance serves any request. */
+  stateless?: boolean;
 }
 
 function jsonRpcError(res: Response, status: number, code: number, message: string): void {
   res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
 }
+
+const STATELESS_ONLY_POST = 'Method not allowed: this server is stateless (MCP_SESSION_MODE=stateless); use POST';
 
 /**
  * Streamable HTTP (`POST|GET|DELETE /mcp`) through the SDK's transport: one server per session (`Mcp-Session-Id`),
@@ -124,6 +128,26 @@ export class StreamableHttpSessions {
     await transport.handleRequest(Object.assign(req, { auth: authInfoFor(caller) }), res, req.body);
   }
 
+  /**
+   * Stateless: a server and a transport for this one request, closed with its response. Nothing outlives the
+   * request, so whichever instance a load balancer picks can answer it.
+   */
+  async #answerAlone(req: Request, res: Response): Promise<void> {
+    const server = this.options.core.createServer();
+    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    res.on('close', () => {
+      void transport.close().catch(() => undefined);
+      void server.close().catch(() => undefined);
+    });
+    await server.connect(transport);
+    guardTransport(transport, {
+      policy: this.options.core.policy,
+      metrics: this.options.core.metrics,
+      rateLimit: false,
+    });
+    await transport.handleRequest(Object.assign(req, { auth: authInfoFor(callerOf(req)) }), res, req.body);
+  }
+
   routes(): RouteGroup {
     const core = this.options.core;
     const admit = async (req: Request, res: Response) =>
@@ -156,6 +180,10 @@ export class StreamableHttpSessions {
           },
           handler: async ({ req, res }) => {
             await admit(req, res);
+            if (this.options.stateless) {
+              await this.#answerAlone(req, res);
+              return;
+            }
             const caller = callerOf(req);
             if (!req.get('Mcp-Session-Id')) {
               if (!isInitializeRequest(req.body)) {
@@ -182,10 +210,16 @@ export class StreamableHttpSessions {
             400: { description: 'No Mcp-Session-Id header', schema: z.unknown() },
             404: { description: 'Unknown or expired session', schema: z.unknown() },
             406: { description: 'Accept lacks text/event-stream', schema: z.unknown() },
+            405: { description: 'The server is stateless: no server-initiated stream', schema: z.unknown() },
             409: { description: 'The session already has an open stream', schema: z.unknown() },
             429: { description: 'Too many concurrent streams' },
           },
           handler: async ({ req, res }) => {
+            if (this.options.stateless) {
+              res.set('Allow', 'POST');
+              jsonRpcError(res, 405, -32000, STATELESS_ONLY_POST);
+              return;
+            }
             const session = this.#sessionOf(req, res);
             if (!session) return;
             const caller = callerOf(req);
@@ -207,8 +241,14 @@ export class StreamableHttpSessions {
             200: { description: 'Session ended' },
             400: { description: 'No Mcp-Session-Id header', schema: z.unknown() },
             404: { description: 'Unknown session', schema: z.unknown() },
+            405: { description: 'The server is stateless: there is no session to end', schema: z.unknown() },
           },
           handler: async ({ req, res }) => {
+            if (this.options.stateless) {
+              res.set('Allow', 'POST');
+              jsonRpcError(res, 405, -32000, STATELESS_ONLY_POST);
+              return;
+            }
             const session = this.#sessionOf(req, res);
             if (session)
               await session.transport.handleRequest(Object.assign(req, { auth: authInfoFor(callerOf(req)) }), res);

@@ -42,6 +42,7 @@ export function buildMcpWires(deps: WireDeps) {
     logger,
     idleMs: config.mcp.sessionIdleSeconds * 1000,
     maxSessions: config.mcp.maxSessions,
+    stateless: config.mcp.sessionMode === 'stateless',
   });
   const sse = new LegacySseConnections({ core, lifecycle });
   const websocket = new WebSocketEndpoint({
