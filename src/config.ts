@@ -122,6 +122,8 @@ const envSchema = z.object({
   HEALTH_CACHE_MS: z.coerce.number().int().min(0).default(1_000),
   AUTHZ_CACHE_MS: z.coerce.number().int().min(0).max(60_000).default(1_000),
 });
+/** Every setting the service reads from its environment. */
+export const CONFIG_KEYS: readonly string[] = Object.keys(envSchema.shape);
 
 /**
  * Rules between keys. They read the raw values, so that they are reported together with type errors (zod runs
