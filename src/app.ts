@@ -183,6 +183,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         await health.stop?.();
         for (const module of [...modules].reverse()) await module.stop?.();
         await infrastructure.telemetry.shutdown().catch((err: unknown) => logger.warn({ err }, 'span export failed'));
+        await infrastructure.broadcast.close();
         if (redis) await redis.quit().catch(() => redis.disconnect());
         await db.destroy();
         lifecycle.markStopped();

@@ -20,6 +20,9 @@ import {
   degradableSessionStore,
 } from '../adapters/redis/degraded.js';
 import { RedisOutage } from '../adapters/redis/outage.js';
+import type { Broadcast } from '../adapters/broadcast/port.js';
+import { createMemoryBroadcast } from '../adapters/broadcast/memory.js';
+import { createRedisBroadcast } from '../adapters/broadcast/redis.js';
 import { createEmbeddedSearch } from '../adapters/search/embedded.js';
 import type { ConversationSearcher, WebSearch } from '../adapters/search/port.js';
 import { createSearxngSearch } from '../adapters/search/searxng.js';
@@ -54,6 +57,8 @@ export interface Infrastructure {
   search(conversations: ConversationSearcher): WebSearch;
   /** OpenTelemetry: this app's tracer, exported over OTLP when configured. */
   telemetry: Telemetry;
+  /** Signals to every instance (through Redis pub/sub when configured). */
+  broadcast: Broadcast;
   /** The checks of every dependency built here (database, session store, authorization, identity, LLM). */
   healthChecks: HealthCheck[];
 }
@@ -111,6 +116,10 @@ export function buildInfrastructure(config: Config, deps: { logger: Logger; now:
     redis,
     telemetry,
     stores,
+    broadcast:
+      redis && config.redis && outage
+        ? createRedisBroadcast(redis, { prefix: config.redis.prefix, outage })
+        : createMemoryBroadcast(),
     authz,
     llm,
     search: (conversations) =>

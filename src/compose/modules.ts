@@ -211,6 +211,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
   const playground = createPlaygroundModule({
     db: db.kysely,
     chat: agent.service.chat,
+    turns: { locks: stores.counters, broadcast: infrastructure.broadcast },
     telemetry: infrastructure.telemetry,
     logger,
     now,

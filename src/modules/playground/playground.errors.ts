@@ -4,6 +4,8 @@ import { CommonErrorCode, ConflictError, ForbiddenError, NotFoundError } from '.
 export const PlaygroundErrorCode = {
   /** The session already has a turn running (one at a time: its transcript is one line of conversation). */
   TurnRunning: 'PLAYGROUND_TURN_RUNNING',
+  /** There is no running turn to cancel. */
+  NoTurnRunning: 'PLAYGROUND_NO_TURN_RUNNING',
   /** A service principal asked for something only people have. */
   PeopleOnly: 'PLAYGROUND_PEOPLE_ONLY',
 } as const;
@@ -17,6 +19,9 @@ export const turnRunning = () =>
   new ConflictError('A turn is already running in this session; wait for its end or cancel it', {
     code: PlaygroundErrorCode.TurnRunning,
   });
+
+export const noTurnRunning = () =>
+  new ConflictError('No turn is running in this session', { code: PlaygroundErrorCode.NoTurnRunning });
 
 export const peopleOnly = () =>
   new ForbiddenError('Playground sessions belong to people; service principals have none', {

@@ -24,5 +24,6 @@ export function createPlaygroundModule(deps: PlaygroundModuleDeps): Module<Playg
     pages: { playground: [staticSite({ root: deps.webRoot, title: 'The playground' })] },
     erasure: [{ step: 'playground_sessions', run: ({ user, db }) => deleteSessionsOf(db, user.id) }],
     exports: [{ section: 'playground_sessions', collect: (userId) => playground.exportOf(userId) }],
+    stop: () => playground.close(),
   };
 }

@@ -82,6 +82,25 @@ export function playgroundRoutes({ playground, config }: PlaygroundRouteDeps): R
         handler: ({ params, body, req }) => playground.updateSession(callerOf(req), params.session_id, body),
       }),
       defineRoute({
+        method: 'post',
+        path: '/sessions/:session_id/cancel',
+        operationId: 'cancelPlaygroundTurn',
+        summary: 'Stop the turn running in a session',
+        description:
+          'Works from any instance, whichever runs the turn: its stream ends with `end` marked cancelled, and the ' +
+          'partial answer is kept.',
+        request: { params: sessionParams },
+        responses: {
+          202: { description: 'The turn is being stopped', schema: z.object({ message: z.string() }) },
+          404: NOT_FOUND,
+          409: { description: 'No turn is running in this session' },
+        },
+        handler: async ({ params, req }) => {
+          await playground.cancelTurn(callerOf(req), params.session_id);
+          return new Reply(202, { message: 'The running turn is being stopped' });
+        },
+      }),
+      defineRoute({
         method: 'delete',
         path: '/sessions/:session_id',
         operationId: 'deletePlaygroundSession',

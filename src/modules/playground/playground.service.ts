@@ -1,12 +1,14 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
+import type { Broadcast } from '../../adapters/broadcast/port.js';
+import type { CounterStore } from '../../adapters/counters/port.js';
 import type { FinishedSpan, Telemetry } from '../../adapters/telemetry/port.js';
 import type { Database } from '../../db/database.js';
 import { type AppError, CommonErrorCode, ValidationError, toAppError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { type Caller, userIdOf } from '../../ports/caller.js';
 import type { ChatTurnService } from '../agent/index.js';
-import { peopleOnly, sessionNotFound, turnRunning } from './playground.errors.js';
+import { noTurnRunning, peopleOnly, sessionNotFound, turnRunning } from './playground.errors.js';
 import * as store from './playground.store.js';
 
 /** The root span attribute that names a turn's playground session: its trace is kept with the session. */
@@ -113,6 +115,11 @@ export type PlaygroundEvent =
 export interface PlaygroundDeps {
   db: Kysely<Database>;
   chat: ChatTurnService;
+  /**
+   * Shared by every instance: which sessions have a turn running (one at a time per session, wherever it runs),
+   * and the signal that cancels a turn on the instance running it.
+   */
+  turns: { locks: CounterStore; broadcast: Broadcast };
   telemetry: Pick<Telemetry, 'collect'>;
   logger: Logger;
   now: () => Date;
@@ -169,18 +176,49 @@ function toTrace(row: store.SpanRow): Trace {
   };
 }
 
+/** Where cancellations go to every instance. */
+const CANCEL_CHANNEL = 'playground:cancel';
+/** A turn's hold on its session lapses after this long, should its instance die without releasing it. */
+const TURN_LOCK_MS = 15 * 60_000;
+const turnLock = (sessionId: string) => `playground:turn:${sessionId}`;
+
 /**
  * Chat sessions with the agent for people trying it out: their transcripts (tool calls and results included), and
  * for each turn its spans, log records and what they add up to, all kept in the service's database.
  */
 export class PlaygroundService {
-  /** Sessions with a turn running on this instance. */
-  readonly #running = new Set<string>();
+  /** Turns running on this instance, by session, with what stops each. */
+  readonly #running = new Map<string, AbortController>();
   /** Span writes not yet finished, so a turn's trace is stored before the turn is reported ended. */
   readonly #spanWrites = new Set<Promise<void>>();
 
   constructor(private readonly deps: PlaygroundDeps) {
     deps.telemetry.collect(SESSION_ATTRIBUTE, (sessionId, span) => this.#keepSpan(sessionId, span));
+    this.#stopListening = deps.turns.broadcast.subscribe(CANCEL_CHANNEL, (sessionId) =>
+      this.#running.get(sessionId)?.abort(),
+    );
+  }
+
+  readonly #stopListening: () => void;
+
+  /** Stops listening for cancellations (shutdown). */
+  close(): void {
+    this.#stopListening();
+  }
+
+  /** Whether a turn runs in the session, on any instance. */
+  async #busy(sessionId: string): Promise<boolean> {
+    return (await this.deps.turns.locks.peek(turnLock(sessionId))).count > 0;
+  }
+
+  /**
+   * Stops the turn running in one of the caller's sessions, on whichever instance runs it: its stream ends with
+   * `end` marked cancelled, and the partial answer is kept. 409 when no turn is running.
+   */
+  async cancelTurn(caller: Caller, sessionId: string): Promise<void> {
+    await this.#session(caller, sessionId);
+    if (!(await this.#busy(sessionId))) throw noTurnRunning();
+    await this.deps.turns.broadcast.publish(CANCEL_CHANNEL, sessionId);
   }
 
   async createSession(caller: Caller, input: { name?: string; metadata?: Record<string, unknown> }): Promise<Session> {
@@ -261,7 +299,7 @@ export class PlaygroundService {
         { loc: ['body', 'message'], msg: `at most ${this.deps.maxMessageChars} characters`, type: 'too_long' },
       ]);
     }
-    if (this.#running.has(sessionId)) throw turnRunning();
+    if (await this.#busy(sessionId)) throw turnRunning();
     await this.deps.chat.admit(caller);
   }
 
@@ -277,12 +315,19 @@ export class PlaygroundService {
     signal: AbortSignal,
   ): AsyncGenerator<PlaygroundEvent, void, undefined> {
     const session = await this.#session(caller, sessionId);
-    if (this.#running.has(sessionId)) throw turnRunning();
-    this.#running.add(sessionId);
+    const lock = turnLock(sessionId);
+    // The first to count the session's lock runs the turn; anyone else counted too many.
+    if ((await this.deps.turns.locks.hit(lock, TURN_LOCK_MS)).count > 1) throw turnRunning();
+    const stop = new AbortController();
+    const onAbort = () => stop.abort();
+    signal.addEventListener('abort', onAbort, { once: true });
+    this.#running.set(sessionId, stop);
     try {
-      yield* this.#runTurn(caller, session, message, signal);
+      yield* this.#runTurn(caller, session, message, stop.signal);
     } finally {
+      signal.removeEventListener('abort', onAbort);
       this.#running.delete(sessionId);
+      await this.deps.turns.locks.reset(lock).catch(() => undefined);
     }
   }
 
