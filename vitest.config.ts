@@ -5,6 +5,7 @@ export default defineConfig({
   test: {
     environment: 'node',
     include: ['test/**/*.test.ts'],
+    globalSetup: ['test/setup/postgres-template.ts'],
     pool: 'forks',
     reporters: ['default', new SummaryReporter()],
     testTimeout: 20_000,

@@ -112,8 +112,13 @@ describe('DELETE /api/v1/users/me', () => {
       ]),
     );
     const conversationId = (await app.services.conversations.allOwnedBy(`user:${user.id}`))[0]!.id;
+    // The agent's checkpoints: LangGraph's SQLite saver's tables, or its PostgreSQL saver's own schema.
+    const checkpointTables =
+      app.infrastructure.db.dialect === 'sqlite'
+        ? ['checkpoints', 'writes']
+        : ['langgraph.checkpoints', 'langgraph.checkpoint_writes'];
     expect(await tablesContaining(app.infrastructure.db, conversationId)).toEqual(
-      expect.arrayContaining(['checkpoints', 'writes', 'messages']),
+      expect.arrayContaining([...checkpointTables, 'messages']),
     );
 
     const res = await erase(app, footprint.tokens[0]!);

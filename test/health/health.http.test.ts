@@ -118,11 +118,13 @@ describe('health endpoints on embedded defaults (spec "Health")', () => {
     expect(deps.session_store).toMatchObject({ status: 'healthy', provider: 'memory' });
     expect(deps.authz_service).toMatchObject({ status: 'healthy', provider: 'embedded' });
     expect(deps.identity_provider).toMatchObject({ status: 'healthy', provider: 'local' });
+    // The suite's database: in-memory SQLite, or a PostgreSQL database of its own (TEST_DATABASE=postgres).
+    const { dialect } = app.infrastructure.db;
     expect(deps.database).toMatchObject({
       status: 'healthy',
-      dialect: 'sqlite',
-      database: ':memory:',
-      active_connections: 1,
+      dialect,
+      database: dialect === 'sqlite' ? ':memory:' : app.infrastructure.db.describe().database,
+      active_connections: dialect === 'sqlite' ? 1 : (expect.any(Number) as unknown),
       response_time_ms: expect.any(Number) as unknown,
       last_check: expect.stringMatching(ISO) as unknown,
     });

@@ -3,6 +3,7 @@ import { pino } from 'pino';
 import { afterEach } from 'vitest';
 import { type App, type AppOverrides, buildApp } from '../../src/app.js';
 import { loadConfig } from '../../src/config.js';
+import { postgresDatabaseName } from './services.js';
 import type { Logger } from '../../src/logger.js';
 
 /** Settings for a test app: in-memory SQLite, ephemeral ports, quiet logs, no health caching. */
@@ -19,9 +20,32 @@ export function testEnv(env: Record<string, string> = {}): Record<string, string
   };
 }
 
+/**
+ * `TEST_DATABASE=postgres` runs every test app that would use the in-memory SQLite database on a PostgreSQL
+ * database of its own instead (created when the app starts, dropped when it closes), so that the whole suite
+ * runs on both databases.
+ */
+const ON_POSTGRES = process.env.TEST_DATABASE === 'postgres';
+
 /** Builds the real app from the given settings without starting it. */
 export function buildTestApp(env: Record<string, string> = {}, overrides: AppOverrides = {}): App {
-  return buildApp(loadConfig(testEnv(env)), overrides);
+  const settings = testEnv(env);
+  if (!ON_POSTGRES || settings.DATABASE_URL !== 'sqlite::memory:') return buildApp(loadConfig(settings), overrides);
+  const database = postgresDatabaseName({ migrated: true });
+  const app = buildApp(loadConfig({ ...settings, DATABASE_URL: database.url }), overrides);
+  const start = app.start.bind(app);
+  const close = app.close.bind(app);
+  let created: Promise<void> | undefined;
+  return Object.assign(app, {
+    start: async (options?: Parameters<App['start']>[0]) => {
+      await (created ??= database.create());
+      await start(options);
+    },
+    close: async () => {
+      await close();
+      if (created) await database.drop();
+    },
+  });
 }
 
 /** Builds and starts the real app; close it in afterEach/afterAll. */

@@ -8,10 +8,14 @@ export async function tablesContaining(db: Db, needle: string): Promise<string[]
       ? (await sql<{ name: string }>`select name from sqlite_master where type = 'table'`.execute(db.kysely)).rows.map(
           (r) => r.name,
         )
-      : (
-          await sql<{
-            name: string;
-          }>`select table_name as name from information_schema.tables where table_schema = current_schema()`.execute(
+      : // Every schema the service writes to (the checkpoints have their own), named `schema.table` outside the
+        // current one.
+        (
+          await sql<{ name: string }>`
+            select case when table_schema = current_schema() then table_name
+                        else table_schema || '.' || table_name end as name
+            from information_schema.tables
+            where table_type = 'BASE TABLE' and table_schema not in ('pg_catalog', 'information_schema')`.execute(
             db.kysely,
           )
         ).rows.map((r) => r.name);

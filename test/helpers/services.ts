@@ -57,28 +57,47 @@ export function describeWithService(name: string, availability: Availability, su
   }
 }
 
-/** A fresh PostgreSQL database for one suite, so suites can run in parallel; dropped afterwards. */
-export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+/** A name and URL for a fresh PostgreSQL database (empty, or `migrated`), created and dropped when the caller says. */
+export function postgresDatabaseName(options: { migrated?: boolean } = {}): {
+  url: string;
+  create: () => Promise<void>;
+  drop: () => Promise<void>;
+} {
   const name = `agent_test_${randomBytes(6).toString('hex')}`;
-  const admin = new pg.Client({ connectionString: POSTGRES_URL });
-  await admin.connect();
-  try {
-    await admin.query(`create database ${name}`);
-  } finally {
-    await admin.end();
-  }
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;
+  const admin = async (statement: string) => {
+    const client = new pg.Client({ connectionString: POSTGRES_URL });
+    await client.connect();
+    try {
+      await client.query(statement);
+    } finally {
+      await client.end();
+    }
+  };
+  // `migrated`: a copy of the suite's migrated template when there is one (TEST_DATABASE=postgres, test/setup).
+  const template = options.migrated ? process.env.TEST_POSTGRES_TEMPLATE : undefined;
+  const create = async () => {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await admin(`create database ${name}${template ? ` template ${template}` : ''}`);
+      } catch (error) {
+        // Two copies of one template at the same moment: PostgreSQL refuses the second; it tries again.
+        if (!template || attempt >= 20 || !/being accessed by other users/.test(String(error))) throw error;
+        await new Promise((resolve) => setTimeout(resolve, 50 + Math.random() * 100));
+      }
+    }
+  };
   return {
     url: url.toString(),
-    drop: async () => {
-      const client = new pg.Client({ connectionString: POSTGRES_URL });
-      await client.connect();
-      try {
-        await client.query(`drop database if exists ${name} with (force)`);
-      } finally {
-        await client.end();
-      }
-    },
+    create,
+    drop: () => admin(`drop database if exists ${name} with (force)`),
   };
+}
+
+/** A fresh PostgreSQL database for one suite, so suites can run in parallel; dropped afterwards. */
+export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
+  const database = postgresDatabaseName();
+  await database.create();
+  return { url: database.url, drop: database.drop };
 }

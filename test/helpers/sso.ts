@@ -34,17 +34,19 @@ export async function startWithIdp(
     }),
   );
   const app = track(
-    await startTestApp({
-      PORT: String(port),
-      AUTH_MODE: 'session',
-      AUTH_PROVIDER: 'oidc',
-      OIDC_ISSUER_URL: idp.issuer,
-      OIDC_CLIENT_ID: idp.clientId,
-      OIDC_CLIENT_SECRET: idp.clientSecret,
-      OIDC_REDIRECT_URI: `${base}/auth/sso/callback`,
-      ADMIN_PASSWORD,
-      ...env,
-    }),
+    await startTestApp({ PORT: String(port), AUTH_MODE: 'session', ...oidcSettings(idp, base), ...env }),
   );
   return { app, idp, base, jar: new CookieJar() };
+}
+
+/** The settings that sign users in at `idp`, for a service whose main URL is `base`. */
+export function oidcSettings(idp: TestIdp, base: string): Record<string, string> {
+  return {
+    AUTH_PROVIDER: 'oidc',
+    OIDC_ISSUER_URL: idp.issuer,
+    OIDC_CLIENT_ID: idp.clientId,
+    OIDC_CLIENT_SECRET: idp.clientSecret,
+    OIDC_REDIRECT_URI: `${base}/auth/sso/callback`,
+    ADMIN_PASSWORD,
+  };
 }

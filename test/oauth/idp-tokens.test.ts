@@ -4,9 +4,10 @@ import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { type TestIdp, startTestIdp } from '../fakes/oidc-idp.js';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
-import { ADMIN_PASSWORD, call } from '../helpers/auth.js';
+import { call } from '../helpers/auth.js';
 import { unusedPort } from '../helpers/http.js';
 import { CookieJar, signInAtIdp } from '../helpers/idp-browser.js';
+import { oidcSettings } from '../helpers/sso.js';
 import { pkce } from '../helpers/oauth.js';
 
 /**
@@ -26,18 +27,17 @@ async function setUp(): Promise<{ app: App; idp: TestIdp; base: string; mcp: str
       resourceServers: { [mcp]: { scope: 'mcp:read mcp:tools' }, 'https://other.example/api': { scope: 'mcp:tools' } },
     }),
   );
-  const app = closing(
-    await startTestApp({
-      PORT: String(port),
-      AUTH_PROVIDER: 'oidc',
-      OIDC_ISSUER_URL: idp.issuer,
-      OIDC_CLIENT_ID: idp.clientId,
-      OIDC_CLIENT_SECRET: idp.clientSecret,
-      OIDC_REDIRECT_URI: `${base}/auth/sso/callback`,
-      ADMIN_PASSWORD,
-    }),
-  );
+  const app = closing(await startTestApp({ PORT: String(port), ...oidcSettings(idp, base) }));
   return { app, idp, base, mcp };
+}
+
+/** The official SDK client on the MCP endpoint, presenting `token`. */
+async function connectWith(mcp: string, token: string): Promise<Client> {
+  const client = closing(new Client({ name: 'idp-ide', version: '1.0.0' }));
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(mcp), { requestInit: { headers: { Authorization: `Bearer ${token}` } } }),
+  );
+  return client;
 }
 
 /** An access token from the provider for `resource`, as an MCP client pointed at the provider would get one. */
@@ -84,12 +84,7 @@ describe('identity provider tokens on the MCP wires', () => {
     expect(metadata.body).toMatchObject({ resource: mcp, authorization_servers: [idp.issuer] });
 
     const token = await idpToken(idp, base, mcp, 'mcp:read mcp:tools');
-    const client = closing(new Client({ name: 'idp-ide', version: '1.0.0' }));
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(mcp), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-      }),
-    );
+    const client = await connectWith(mcp, token);
     const result = await client.callTool({ name: 'conversation_search', arguments: { query: 'x' } });
     expect(result.isError).toBe(false);
     // The person is the local user linked to the provider's subject (provisioned on first use).
@@ -111,16 +106,7 @@ describe('identity provider tokens on the MCP wires', () => {
     const { app, idp, base, mcp } = await setUp();
     const token = await idpToken(idp, base, mcp, 'mcp:read mcp:tools');
     expect((await call(app, 'GET', '/tools', { token })).status).toBe(200);
-    const fresh = closing(
-      await startTestApp({
-        AUTH_PROVIDER: 'oidc',
-        OIDC_ISSUER_URL: idp.issuer,
-        OIDC_CLIENT_ID: idp.clientId,
-        OIDC_CLIENT_SECRET: idp.clientSecret,
-        OIDC_REDIRECT_URI: `${base}/auth/sso/callback`,
-        MCP_TOKEN_AUDIENCE: mcp,
-      }),
-    );
+    const fresh = closing(await startTestApp({ ...oidcSettings(idp, base), MCP_TOKEN_AUDIENCE: mcp }));
     await idp.close();
     expect((await call(app, 'GET', '/tools', { token })).status).toBe(200);
     const refused = await call(fresh, 'GET', '/tools', { token });
@@ -130,12 +116,7 @@ describe('identity provider tokens on the MCP wires', () => {
   it("narrows to the token's MCP scopes", async () => {
     const { app, idp, base, mcp } = await setUp();
     const token = await idpToken(idp, base, mcp, 'mcp:read');
-    const client = closing(new Client({ name: 'idp-ide', version: '1.0.0' }));
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(mcp), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-      }),
-    );
+    const client = await connectWith(mcp, token);
     const write = await client.callTool({ name: 'chat', arguments: { query: 'hi' } });
     expect(write.isError).toBe(true);
     expect(JSON.stringify(write.content)).toContain('mcp:tools');

@@ -136,6 +136,9 @@ export class WorkflowRuns {
     const { deps } = this;
     yield { type: 'run_started', run_id: run.id, workflow_id: run.workflow_id, version: run.version };
     const config = { configurable: { thread_id: runThread(run.id) } };
+    // The nodes seen to finish: a stopped run's path when its last checkpoint has not been written yet (the
+    // PostgreSQL saver writes in the background while the next node runs).
+    const finished: string[] = [];
     try {
       const workflow = await deps.builder.definitionOf(run.workflow_id, run.version);
       const runtime = serviceRuntime({ llm: deps.llm, tools: deps.tools }, caller);
@@ -148,7 +151,10 @@ export class WorkflowRuns {
       });
       for await (const chunk of stream as AsyncIterable<[string, unknown]>) {
         const [mode, data] = chunk;
-        if (mode === 'custom') yield wireEvent(data as Custom);
+        if (mode !== 'custom') continue;
+        const event = wireEvent(data as Custom);
+        if (event.type === 'node_finished') finished.push(event.node_id);
+        yield event;
       }
       const state = await graph.getState(config);
       const values = state.values as { vars?: Record<string, unknown>; path?: string[] };
@@ -180,7 +186,8 @@ export class WorkflowRuns {
     } catch (thrown) {
       const failure = failureOf(thrown, signal);
       if (failure.code === 'internal_error') deps.logger.error({ err: thrown, run: run.id }, 'workflow run failed');
-      const path = await this.#checkpointedPath(config).catch(() => []);
+      const checkpointed = await this.#checkpointedPath(config).catch(() => []);
+      const path = checkpointed.length >= finished.length ? checkpointed : finished;
       await updateRun(deps.db, run.id, {
         status: failure.status,
         error: failure.message,

@@ -33,41 +33,36 @@ export interface ConsentView {
  * (clickjacking), and a form that may post to this server only and then redirect to the client's redirect URI.
  */
 export function sendConsentPage(res: Response, view: ConsentView, status = 200): void {
-  const nonce = randomBytes(16).toString('base64');
   const redirect = new URL(view.pending.redirectUri);
-  res
-    .status(status)
-    .set({
-      'Content-Type': 'text/html; charset=utf-8',
-      'Cache-Control': 'no-store',
-      'X-Frame-Options': 'DENY',
-      // The form's POST must carry its Origin (the Host and Origin guard checks it); no-referrer would send null.
-      'Referrer-Policy': 'same-origin',
-      'Content-Security-Policy':
-        `default-src 'none'; style-src 'nonce-${nonce}'; form-action 'self' ${redirect.origin}; ` +
-        "frame-ancestors 'none'; base-uri 'none'",
-    })
-    .send(render(view, nonce, redirect));
+  // The form posts here, then the browser follows the redirect to the client: both must be allowed.
+  const nonce = sendPageHeaders(res, status, `form-action 'self' ${redirect.origin}`);
+  res.send(render(view, nonce, redirect));
+}
+
+/** The headers of every page here (no script, styles by nonce, not framable); answers the nonce. */
+function sendPageHeaders(res: Response, status: number, formAction = "form-action 'none'"): string {
+  const nonce = randomBytes(16).toString('base64');
+  res.status(status).set({
+    'Content-Type': 'text/html; charset=utf-8',
+    'Cache-Control': 'no-store',
+    'X-Frame-Options': 'DENY',
+    // The form's POST must carry its Origin (the Host and Origin guard checks it); no-referrer would send null.
+    'Referrer-Policy': 'same-origin',
+    'Content-Security-Policy': `default-src 'none'; style-src 'nonce-${nonce}'; ${formAction}; frame-ancestors 'none'; base-uri 'none'`,
+  });
+  return nonce;
 }
 
 /** A page that ends the flow here, when there is no client to send the user back to. */
 export function sendConsentError(res: Response, status: number, title: string, message: string): void {
-  const nonce = randomBytes(16).toString('base64');
-  res
-    .status(status)
-    .set({
-      'Content-Type': 'text/html; charset=utf-8',
-      'Cache-Control': 'no-store',
-      'X-Frame-Options': 'DENY',
-      'Content-Security-Policy': `default-src 'none'; style-src 'nonce-${nonce}'; frame-ancestors 'none'; base-uri 'none'`,
-    })
-    .send(
-      page(
-        nonce,
-        title,
-        `<h1>${escape(title)}</h1><p role="alert">${escape(message)}</p><p>Start again from your MCP client.</p>`,
-      ),
-    );
+  const nonce = sendPageHeaders(res, status);
+  res.send(
+    page(
+      nonce,
+      title,
+      `<h1>${escape(title)}</h1><p role="alert">${escape(message)}</p><p>Start again from your MCP client.</p>`,
+    ),
+  );
 }
 
 function render(view: ConsentView, nonce: string, redirect: URL): string {

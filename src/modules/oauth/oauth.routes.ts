@@ -211,6 +211,44 @@ function backToClient(
   res.redirect(303, url.href);
 }
 
+const html = (description: string) => ({ description, schema: z.string(), contentType: 'text/html' });
+
+/**
+ * The pending request a consent page or form names, with the browser's consent cookie when it is the browser the
+ * page was shown to. Anything else is answered here (404 unknown or expired, 403 another browser) and nothing
+ * is issued. The request is taken out of the store: `keep` puts it back unless the caller will answer it.
+ */
+async function pendingOfBrowser(
+  service: OAuthService,
+  req: Request,
+  res: Response,
+  id: string,
+  options: { formSecret?: string; keep: boolean },
+): Promise<{ pending: PendingAuthorization; cookie: string } | undefined> {
+  const pending = await service.takePending(id);
+  if (!pending) {
+    sendConsentError(res, 404, 'This authorization request has expired', 'The sign-in page is no longer valid.');
+    return undefined;
+  }
+  const cookie = parseCookies(req.headers.cookie ?? '')[`${CONSENT_COOKIE}_${pending.id}`];
+  const sameBrowser =
+    cookie !== undefined &&
+    sameSecret(cookie, pending.csrfHash) &&
+    (options.formSecret === undefined || options.formSecret === cookie);
+  // Another browser's request stays for its own browser.
+  if (options.keep || !sameBrowser) await service.keepPending(pending);
+  if (!sameBrowser) {
+    sendConsentError(
+      res,
+      403,
+      'This page could not be accepted',
+      'It was not opened or sent from the page shown to you.',
+    );
+    return undefined;
+  }
+  return { pending, cookie };
+}
+
 /** Metadata, the consent form's answer, and the grants users manage. */
 export function oauthRoutes(deps: OAuthRouteDeps): RouteGroup[] {
   const { service, publicUrl } = deps;
@@ -249,31 +287,14 @@ export function oauthRoutes(deps: OAuthRouteDeps): RouteGroup[] {
         access: 'public',
         request: { query: z.object({ request: z.string().max(100).optional() }) },
         responses: {
-          200: { description: 'The page', schema: z.string(), contentType: 'text/html' },
-          404: { description: 'The request is unknown or expired', schema: z.string(), contentType: 'text/html' },
-          403: {
-            description: 'The request was started in another browser',
-            schema: z.string(),
-            contentType: 'text/html',
-          },
+          200: html('The page'),
+          404: html('The request is unknown or expired'),
+          403: html('The request was started in another browser'),
         },
         handler: async ({ req, res, query }) => {
-          const pending = await service.takePending(query.request ?? '');
-          if (!pending) {
-            sendConsentError(
-              res,
-              404,
-              'This authorization request has expired',
-              'The sign-in page is no longer valid.',
-            );
-            return;
-          }
-          await service.keepPending(pending);
-          const cookie = parseCookies(req.headers.cookie ?? '')[`${CONSENT_COOKIE}_${pending.id}`];
-          if (!cookie || !sameSecret(cookie, pending.csrfHash)) {
-            sendConsentError(res, 403, 'This page could not be shown', 'It was opened in another browser.');
-            return;
-          }
+          const found = await pendingOfBrowser(service, req, res, query.request ?? '', { keep: true });
+          if (!found) return;
+          const { pending, cookie } = found;
           sendConsentPage(res, await consentView(deps, req, pending, cookie));
         },
       }),
@@ -292,50 +313,18 @@ export function oauthRoutes(deps: OAuthRouteDeps): RouteGroup[] {
         },
         responses: {
           303: { description: 'Back to the client, with `code` or `error`, `state` and `iss`' },
-          404: {
-            description: 'The request is unknown or expired (an HTML page)',
-            schema: z.string(),
-            contentType: 'text/html',
-          },
-          401: {
-            description: 'Wrong username or password (the page again)',
-            schema: z.string(),
-            contentType: 'text/html',
-          },
-          403: {
-            description: 'The form did not come from the page this browser was shown',
-            schema: z.string(),
-            contentType: 'text/html',
-          },
-          429: {
-            description: 'Too many failed sign-ins (the page again)',
-            schema: z.string(),
-            contentType: 'text/html',
-          },
+          404: html('The request is unknown or expired (an HTML page)'),
+          401: html('Wrong username or password (the page again)'),
+          403: html('The form did not come from the page this browser was shown'),
+          429: html('Too many failed sign-ins (the page again)'),
         },
         handler: async ({ req, res, body }) => {
-          const pending = await service.takePending(body.request ?? '');
-          if (!pending) {
-            sendConsentError(
-              res,
-              404,
-              'This authorization request has expired',
-              'The sign-in page is no longer valid.',
-            );
-            return;
-          }
-          const cookie = parseCookies(req.headers.cookie ?? '')[`${CONSENT_COOKIE}_${pending.id}`];
-          if (!cookie || body.csrf !== cookie || !sameSecret(cookie, pending.csrfHash)) {
-            // Not the browser the page was shown to: the request stays for its own browser, and nothing is issued.
-            await service.keepPending(pending);
-            sendConsentError(
-              res,
-              403,
-              'This form could not be accepted',
-              'It was not sent from the page shown to you.',
-            );
-            return;
-          }
+          const found = await pendingOfBrowser(service, req, res, body.request ?? '', {
+            formSecret: body.csrf ?? '',
+            keep: false,
+          });
+          if (!found) return;
+          const { pending, cookie } = found;
           const client = clientInfo(req);
           const view = await consentView(deps, req, pending, cookie);
           if (body.decision !== 'approve') {

@@ -13,6 +13,7 @@ import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
 import type { Database } from '../../db/database.js';
 import { NotFoundError } from '../../errors.js';
 import { type AuditRecorder } from '../../ports/audit.js';
+import type { ExportedOAuthGrant } from '../../ports/data-export.js';
 import { type ClientInfo, MCP_SCOPES } from '../../ports/caller.js';
 import type { User } from '../users/index.js';
 import { type ClientMetadataDocuments, isMetadataDocumentUrl } from './client-metadata.js';
@@ -68,18 +69,8 @@ export interface PendingAuthorization {
   csrfHash: string;
 }
 
-/** A grant as its user sees it. */
-export interface GrantView {
-  grant_id: string;
-  client_id: string;
-  client_name: string;
-  client_uri: string | null;
-  redirect_uris: string[];
-  scope: string;
-  resource: string;
-  created_at: string;
-  last_used_at: string | null;
-}
+/** A grant as its user sees it (and their data export shows it). */
+export type GrantView = ExportedOAuthGrant;
 
 const sha256 = (value: string): string => createHash('sha256').update(value).digest('hex');
 const secret = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;

@@ -1,0 +1,41 @@
+import { randomBytes } from 'node:crypto';
+import pg from 'pg';
+import { createDb } from '../../src/db/create-db.js';
+import { migrateToLatest } from '../../src/db/migrate.js';
+import { POSTGRES_URL } from '../helpers/services.js';
+
+/**
+ * With TEST_DATABASE=postgres, every test app gets a database of its own: copying one migrated template is much
+ * faster than migrating each. The template holds the schema only (no bootstrap administrator, no keys), so a
+ * copy starts as a fresh installation would. Vitest runs `setup` once before the suite and `teardown` after it.
+ */
+let template: string | undefined;
+
+async function admin(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
+export async function setup(): Promise<void> {
+  if (process.env.TEST_DATABASE !== 'postgres') return;
+  const name = `agent_template_${randomBytes(4).toString('hex')}`;
+  await admin(`create database ${name}`);
+  const url = new URL(POSTGRES_URL);
+  url.pathname = `/${name}`;
+  const db = createDb({ dialect: 'postgres', connectionString: url.toString() });
+  try {
+    await migrateToLatest(db);
+  } finally {
+    await db.destroy();
+  }
+  process.env.TEST_POSTGRES_TEMPLATE = template = name;
+}
+
+export async function teardown(): Promise<void> {
+  if (template) await admin(`drop database if exists ${template} with (force)`);
+}
