@@ -57,6 +57,17 @@ export function describeWithService(name: string, availability: Availability, su
   }
 }
 
+/** Runs one statement as the test server's administrator (creating and dropping databases). */
+export async function postgresAdmin(statement: string): Promise<void> {
+  const client = new pg.Client({ connectionString: POSTGRES_URL });
+  await client.connect();
+  try {
+    await client.query(statement);
+  } finally {
+    await client.end();
+  }
+}
+
 /** A name and URL for a fresh PostgreSQL database (empty, or `migrated`), created and dropped when the caller says. */
 export function postgresDatabaseName(options: { migrated?: boolean } = {}): {
   url: string;
@@ -66,21 +77,12 @@ export function postgresDatabaseName(options: { migrated?: boolean } = {}): {
   const name = `agent_test_${randomBytes(6).toString('hex')}`;
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;
-  const admin = async (statement: string) => {
-    const client = new pg.Client({ connectionString: POSTGRES_URL });
-    await client.connect();
-    try {
-      await client.query(statement);
-    } finally {
-      await client.end();
-    }
-  };
   // `migrated`: a copy of the suite's migrated template when there is one (TEST_DATABASE=postgres, test/setup).
   const template = options.migrated ? process.env.TEST_POSTGRES_TEMPLATE : undefined;
   const create = async () => {
     for (let attempt = 0; ; attempt++) {
       try {
-        return await admin(`create database ${name}${template ? ` template ${template}` : ''}`);
+        return await postgresAdmin(`create database ${name}${template ? ` template ${template}` : ''}`);
       } catch (error) {
         // Two copies of one template at the same moment: PostgreSQL refuses the second; it tries again.
         if (!template || attempt >= 20 || !/being accessed by other users/.test(String(error))) throw error;
@@ -91,7 +93,7 @@ export function postgresDatabaseName(options: { migrated?: boolean } = {}): {
   return {
     url: url.toString(),
     create,
-    drop: () => admin(`drop database if exists ${name} with (force)`),
+    drop: () => postgresAdmin(`drop database if exists ${name} with (force)`),
   };
 }
 

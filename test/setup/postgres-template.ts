@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import pg from 'pg';
 import { createDb } from '../../src/db/create-db.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { POSTGRES_URL } from '../helpers/services.js';
+import { POSTGRES_URL, postgresAdmin } from '../helpers/services.js';
 
 /**
  * With TEST_DATABASE=postgres, every test app gets a database of its own: copying one migrated template is much
@@ -11,20 +10,10 @@ import { POSTGRES_URL } from '../helpers/services.js';
  */
 let template: string | undefined;
 
-async function admin(statement: string): Promise<void> {
-  const client = new pg.Client({ connectionString: POSTGRES_URL });
-  await client.connect();
-  try {
-    await client.query(statement);
-  } finally {
-    await client.end();
-  }
-}
-
 export async function setup(): Promise<void> {
   if (process.env.TEST_DATABASE !== 'postgres') return;
   const name = `agent_template_${randomBytes(4).toString('hex')}`;
-  await admin(`create database ${name}`);
+  await postgresAdmin(`create database ${name}`);
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;
   const db = createDb({ dialect: 'postgres', connectionString: url.toString() });
@@ -37,5 +26,5 @@ export async function setup(): Promise<void> {
 }
 
 export async function teardown(): Promise<void> {
-  if (template) await admin(`drop database if exists ${template} with (force)`);
+  if (template) await postgresAdmin(`drop database if exists ${template} with (force)`);
 }
