@@ -153,3 +153,9 @@ describe('the Kubernetes manifests', () => {
     expect(targets.every((target) => String(target) in ports)).toBe(true);
   });
 });
+
+describe('the README', () => {
+  it('documents every setting the service reads', () => {
+    expect(CONFIG_KEYS.filter((key) => !README.includes(`\`${key}\``))).toEqual([]);
+  });
+});
