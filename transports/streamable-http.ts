@@ -34,6 +34,9 @@ export interface StreamableHttpOptions {
   stateless?: boolean;
 }
 
+/** The request as the SDK's transport reads it: with its caller's AuthInfo. */
+const withAuth = (req: Request) => Object.assign(req, { auth: authInfoFor(callerOf(req)) });
+
 function jsonRpcError(res: Response, status: number, code: number, message: string): void {
   res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
 }
@@ -118,14 +121,18 @@ export class StreamableHttpSessions {
     transport.onclose = () => {
       if (transport.sessionId) this.#sessions.delete(transport.sessionId);
     };
+    await this.#connect(server, transport);
+    await transport.handleRequest(withAuth(req), res, req.body);
+  }
+
+  /** Connects a server to its transport; requests were counted per HTTP request, the guard adds per-method metrics. */
+  async #connect(server: McpServer, transport: StreamableHTTPServerTransport): Promise<void> {
     await server.connect(transport);
-    // Requests were counted per HTTP request already; the guard adds per-method metrics.
     guardTransport(transport, {
       policy: this.options.core.policy,
       metrics: this.options.core.metrics,
       rateLimit: false,
     });
-    await transport.handleRequest(Object.assign(req, { auth: authInfoFor(caller) }), res, req.body);
   }
 
   /**
@@ -139,13 +146,8 @@ export class StreamableHttpSessions {
       void transport.close().catch(() => undefined);
       void server.close().catch(() => undefined);
     });
-    await server.connect(transport);
-    guardTransport(transport, {
-      policy: this.options.core.policy,
-      metrics: this.options.core.metrics,
-      rateLimit: false,
-    });
-    await transport.handleRequest(Object.assign(req, { auth: authInfoFor(callerOf(req)) }), res, req.body);
+    await this.#connect(server, transport);
+    await transport.handleRequest(withAuth(req), res, req.body);
   }
 
   routes(): RouteGroup {
@@ -184,7 +186,6 @@ export class StreamableHttpSessions {
               await this.#answerAlone(req, res);
               return;
             }
-            const caller = callerOf(req);
             if (!req.get('Mcp-Session-Id')) {
               if (!isInitializeRequest(req.body)) {
                 jsonRpcError(res, 400, -32000, 'Bad Request: start the session with an initialize request');
@@ -194,8 +195,7 @@ export class StreamableHttpSessions {
               return;
             }
             const session = this.#sessionOf(req, res);
-            if (session)
-              await session.transport.handleRequest(Object.assign(req, { auth: authInfoFor(caller) }), res, req.body);
+            if (session) await session.transport.handleRequest(withAuth(req), res, req.body);
           },
         }),
         defineRoute({
@@ -228,7 +228,7 @@ export class StreamableHttpSessions {
               server: 'streamable_http',
               endsWith: res,
             });
-            await session.transport.handleRequest(Object.assign(req, { auth: authInfoFor(caller) }), res);
+            await session.transport.handleRequest(withAuth(req), res);
           },
         }),
         defineRoute({
@@ -250,8 +250,7 @@ export class StreamableHttpSessions {
               return;
             }
             const session = this.#sessionOf(req, res);
-            if (session)
-              await session.transport.handleRequest(Object.assign(req, { auth: authInfoFor(callerOf(req)) }), res);
+            if (session) await session.transport.handleRequest(withAuth(req), res);
           },
         }),
       ],

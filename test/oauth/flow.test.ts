@@ -169,7 +169,7 @@ describe('MCP authorization, end to end with the SDK client', () => {
     );
   });
 
-  it('exports and erases the grants with the account', async () => {
+  it("puts the grants in the user's data export (their erasure: test/data-subject/erasure.test.ts)", async () => {
     const provider = new MemoryOAuthClient();
     await signIn(provider);
     const login = await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } });

@@ -1,4 +1,4 @@
-import { randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
 import type { CounterStore } from '../../adapters/counters/port.js';
 import type { SessionRecord, SessionStore } from '../../adapters/session-store/port.js';
@@ -22,7 +22,14 @@ import {
   userIdOf,
   userSubject,
 } from '../../ports/caller.js';
-import { type AccessClaims, TOKEN_AUDIENCE, type TokenService, hashSecret, opaqueToken } from './tokens.js';
+import {
+  type AccessClaims,
+  TOKEN_AUDIENCE,
+  type TokenService,
+  hashSecret,
+  matchesHash,
+  opaqueToken,
+} from './tokens.js';
 
 export interface StartedSession {
   id: string;
@@ -53,12 +60,6 @@ function parseCredential(credential: string): { id: string; secret: string } | u
   const dot = credential.indexOf('.');
   if (dot <= 0 || credential.length > 256) return undefined;
   return { id: credential.slice(0, dot), secret: credential.slice(dot + 1) };
-}
-
-function sameHash(a: string, b: string): boolean {
-  const left = Buffer.from(a, 'hex');
-  const right = Buffer.from(b, 'hex');
-  return left.length === right.length && left.length > 0 && timingSafeEqual(left, right);
 }
 
 export interface AuthServiceDeps {
@@ -341,7 +342,7 @@ export class AuthService {
   async authenticateSession(credential: string): Promise<Caller> {
     const parsed = parseCredential(credential);
     const session = parsed && (await this.deps.sessions.get(parsed.id));
-    if (!parsed || !session || !sameHash(session.secretHash, hashSecret(parsed.secret))) {
+    if (!parsed || !session || !matchesHash(parsed.secret, session.secretHash)) {
       throw new UnauthorizedError('Session is invalid or has expired', { code: CallerErrorCode.InvalidToken });
     }
     const user = await this.deps.users.get(session.userId);

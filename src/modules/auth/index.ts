@@ -7,4 +7,4 @@ export { KeyEncryption } from './key-encryption.js';
 export { KeyRing } from './keys.js';
 export { base62 } from './secrets.js';
 export { type FailureThrottle } from './throttle.js';
-export { hashSecret, type TokenService } from './tokens.js';
+export { hashSecret, matchesHash, opaqueToken, type TokenService } from './tokens.js';

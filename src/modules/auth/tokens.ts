@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID } from 'node:crypto';
+import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
 import { type JWTPayload, SignJWT, errors as joseErrors, jwtVerify } from 'jose';
 import { UnauthorizedError } from '../../errors.js';
 import { CallerErrorCode } from '../../ports/caller.js';
@@ -43,6 +43,13 @@ export function opaqueToken(prefix: string, bytes = 32): string {
 /** What we store instead of an opaque secret. Secrets are random and long, so a fast hash is enough. */
 export function hashSecret(secret: string): string {
   return createHash('sha256').update(secret).digest('hex');
+}
+
+/** Whether `secret` is the one whose hash (`hashSecret`) is `hash`, compared in constant time. */
+export function matchesHash(secret: string, hash: string): boolean {
+  const left = Buffer.from(hashSecret(secret), 'hex');
+  const right = Buffer.from(hash, 'hex');
+  return left.length === right.length && right.length > 0 && timingSafeEqual(left, right);
 }
 
 function isAccessClaims(payload: JWTPayload): payload is JWTPayload & AccessClaims {

@@ -11,6 +11,7 @@ import { ClientMetadataDocuments } from './client-metadata.js';
 import {
   type IssueAccessToken,
   OAUTH_TOKEN_FAMILY,
+  grantOfSid,
   type OAuthLimits,
   OAuthService,
   acceptableRedirectUri,
@@ -68,7 +69,7 @@ export function createOAuthModule(deps: OAuthModuleDeps): Module<OAuthService> {
     ...(deps.ssoLoginUrl && { ssoLoginUrl: deps.ssoLoginUrl }),
     grantOfAccessToken: async (token) => {
       const sid = await deps.sessionOfAccessToken(token);
-      return sid?.startsWith(`${OAUTH_TOKEN_FAMILY}:`) ? sid.slice(OAUTH_TOKEN_FAMILY.length + 1) : undefined;
+      return sid === undefined ? undefined : grantOfSid(sid);
     },
     requestTtlSeconds: deps.limits.requestTtlSeconds,
   };

@@ -14,7 +14,7 @@ import { type RouteGroup, Reply, defineRoute } from '../../http/route.js';
 import { MCP_SCOPES, asUser } from '../../ports/caller.js';
 import type { User } from '../users/index.js';
 import { CONSENT_COOKIE, sendConsentError, sendConsentPage } from './oauth.page.js';
-import { type OAuthService, type PendingAuthorization, sameSecret } from './oauth.service.js';
+import type { OAuthService, PendingAuthorization } from './oauth.service.js';
 
 /** Where the authorization server's endpoints live under the public URL. */
 export const OAUTH_PATHS = {
@@ -214,9 +214,8 @@ function backToClient(
 const html = (description: string) => ({ description, schema: z.string(), contentType: 'text/html' });
 
 /**
- * The pending request a consent page or form names, with the browser's consent cookie when it is the browser the
- * page was shown to. Anything else is answered here (404 unknown or expired, 403 another browser) and nothing
- * is issued. The request is taken out of the store: `keep` puts it back unless the caller will answer it.
+ * The pending request a consent page or form names, when this browser is the one it was shown to; otherwise the
+ * answer is sent here (404 unknown or expired, 403 another browser) and undefined returned.
  */
 async function pendingOfBrowser(
   service: OAuthService,
@@ -225,28 +224,18 @@ async function pendingOfBrowser(
   id: string,
   options: { formSecret?: string; keep: boolean },
 ): Promise<{ pending: PendingAuthorization; cookie: string } | undefined> {
-  const pending = await service.takePending(id);
-  if (!pending) {
+  const cookies = parseCookies(req.headers.cookie ?? '');
+  const found = await service.pendingForBrowser(id, (pendingId) => cookies[`${CONSENT_COOKIE}_${pendingId}`], options);
+  if (found.kind === 'missing')
     sendConsentError(res, 404, 'This authorization request has expired', 'The sign-in page is no longer valid.');
-    return undefined;
-  }
-  const cookie = parseCookies(req.headers.cookie ?? '')[`${CONSENT_COOKIE}_${pending.id}`];
-  const sameBrowser =
-    cookie !== undefined &&
-    sameSecret(cookie, pending.csrfHash) &&
-    (options.formSecret === undefined || options.formSecret === cookie);
-  // Another browser's request stays for its own browser.
-  if (options.keep || !sameBrowser) await service.keepPending(pending);
-  if (!sameBrowser) {
+  if (found.kind === 'foreign')
     sendConsentError(
       res,
       403,
       'This page could not be accepted',
       'It was not opened or sent from the page shown to you.',
     );
-    return undefined;
-  }
-  return { pending, cookie };
+  return found.kind === 'found' ? { pending: found.pending, cookie: found.secret } : undefined;
 }
 
 /** Metadata, the consent form's answer, and the grants users manage. */

@@ -1,4 +1,4 @@
-import { createHash, randomBytes, randomUUID, timingSafeEqual } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import type { OAuthRegisteredClientsStore } from '@modelcontextprotocol/sdk/server/auth/clients.js';
 import {
   InvalidClientMetadataError,
@@ -15,11 +15,17 @@ import { NotFoundError } from '../../errors.js';
 import { type AuditRecorder } from '../../ports/audit.js';
 import type { ExportedOAuthGrant } from '../../ports/data-export.js';
 import { type ClientInfo, MCP_SCOPES } from '../../ports/caller.js';
+import { hashSecret, matchesHash, opaqueToken } from '../auth/index.js';
 import type { User } from '../users/index.js';
 import { type ClientMetadataDocuments, isMetadataDocumentUrl } from './client-metadata.js';
 
 /** The token family of access tokens issued through a grant: `oauth:<grant id>`. */
 export const OAUTH_TOKEN_FAMILY = 'oauth';
+
+/** The grant an access token's `sid` names, when it is one of this family's. */
+export function grantOfSid(sid: string): string | undefined {
+  return sid.startsWith(`${OAUTH_TOKEN_FAMILY}:`) ? sid.slice(OAUTH_TOKEN_FAMILY.length + 1) : undefined;
+}
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
@@ -71,15 +77,6 @@ export interface PendingAuthorization {
 
 /** A grant as its user sees it (and their data export shows it). */
 export type GrantView = ExportedOAuthGrant;
-
-const sha256 = (value: string): string => createHash('sha256').update(value).digest('hex');
-const secret = (prefix: string): string => `${prefix}${randomBytes(32).toString('base64url')}`;
-
-export function sameSecret(value: string, hash: string): boolean {
-  const left = Buffer.from(sha256(value), 'hex');
-  const right = Buffer.from(hash, 'hex');
-  return left.length === right.length && timingSafeEqual(left, right);
-}
 
 /** https anywhere, http only on a loopback host (RFC 8252 §7.3), never a fragment (RFC 6749 §3.1.2). */
 export function acceptableRedirectUri(uri: string): boolean {
@@ -254,7 +251,7 @@ export class OAuthService {
     request: Omit<PendingAuthorization, 'id' | 'csrfHash'>,
   ): Promise<{ pending: PendingAuthorization; csrf: string }> {
     const csrf = randomBytes(32).toString('base64url');
-    const pending: PendingAuthorization = { ...request, id: randomUUID(), csrfHash: sha256(csrf) };
+    const pending: PendingAuthorization = { ...request, id: randomUUID(), csrfHash: hashSecret(csrf) };
     await this.#keep(pending);
     return { pending, csrf };
   }
@@ -264,6 +261,30 @@ export class OAuthService {
     if (!/^[0-9a-f-]{36}$/.test(id)) return undefined;
     const raw = await this.deps.ephemeral.take(`oauth:authorize:${id}`);
     return raw === undefined ? undefined : (JSON.parse(raw) as PendingAuthorization);
+  }
+
+  /**
+   * The pending request a consent page or form names, if the browser asking is the one the page was shown to: it
+   * holds the consent secret (`browserSecret`, read by the request's id), and a form repeats it (`formSecret`).
+   * Another browser's request stays for its own browser. `keep`: put the request back (a page shown again) rather
+   * than hand it over to be answered.
+   */
+  async pendingForBrowser(
+    id: string,
+    browserSecret: (pendingId: string) => string | undefined,
+    options: { formSecret?: string; keep: boolean },
+  ): Promise<
+    { kind: 'missing' } | { kind: 'foreign' } | { kind: 'found'; pending: PendingAuthorization; secret: string }
+  > {
+    const pending = await this.takePending(id);
+    if (!pending) return { kind: 'missing' };
+    const secret = browserSecret(pending.id);
+    const sameBrowser =
+      secret !== undefined &&
+      matchesHash(secret, pending.csrfHash) &&
+      (options.formSecret === undefined || options.formSecret === secret);
+    if (options.keep || !sameBrowser) await this.keepPending(pending);
+    return sameBrowser ? { kind: 'found', pending, secret } : { kind: 'foreign' };
   }
 
   async keepPending(pending: PendingAuthorization): Promise<void> {
@@ -282,7 +303,7 @@ export class OAuthService {
   async approve(pending: PendingAuthorization, user: User, client: ClientInfo): Promise<{ code: string }> {
     const { db, now, limits } = this.deps;
     const grantId = randomUUID();
-    const code = secret('oc_');
+    const code = opaqueToken('oc_');
     const at = now();
     await db.transaction().execute(async (trx) => {
       await trx
@@ -300,7 +321,7 @@ export class OAuthService {
       await trx
         .insertInto('oauth_codes')
         .values({
-          code_hash: sha256(code),
+          code_hash: hashSecret(code),
           grant_id: grantId,
           client_id: pending.clientId,
           redirect_uri: pending.redirectUri,
@@ -393,7 +414,7 @@ export class OAuthService {
     const row = await db
       .selectFrom('oauth_refresh_tokens')
       .selectAll()
-      .where('token_hash', '=', sha256(refreshToken))
+      .where('token_hash', '=', hashSecret(refreshToken))
       .executeTakeFirst();
     const grant = row && (await this.#grant(row.grant_id));
     if (!row || !grant || grant.client_id !== client.client_id) throw new InvalidGrantError('Invalid refresh token');
@@ -433,7 +454,7 @@ export class OAuthService {
     const row = await this.deps.db
       .selectFrom('oauth_refresh_tokens')
       .select('grant_id')
-      .where('token_hash', '=', sha256(token))
+      .where('token_hash', '=', hashSecret(token))
       .executeTakeFirst();
     const grantId = row?.grant_id ?? (await grantOfAccessToken(token));
     const grant = grantId === undefined ? undefined : await this.#grant(grantId);
@@ -451,12 +472,12 @@ export class OAuthService {
       audience: grant.resource,
       scope,
     });
-    const refreshToken = secret('ort_');
+    const refreshToken = opaqueToken('ort_');
     const at = now();
     await db
       .insertInto('oauth_refresh_tokens')
       .values({
-        token_hash: sha256(refreshToken),
+        token_hash: hashSecret(refreshToken),
         grant_id: grant.id,
         created_at: at.toISOString(),
         expires_at: new Date(at.getTime() + limits.refreshTokenTtlSeconds * 1000).toISOString(),
@@ -477,7 +498,8 @@ export class OAuthService {
 
   /** Whether an access token of the grant is still good: the grant exists and belongs to the token's subject. */
   async isLive(sid: string, userId: string): Promise<boolean> {
-    const grant = await this.#grant(sid.slice(OAUTH_TOKEN_FAMILY.length + 1));
+    const grantId = grantOfSid(sid);
+    const grant = grantId === undefined ? undefined : await this.#grant(grantId);
     return grant?.user_id === userId;
   }
 
@@ -545,6 +567,10 @@ export class OAuthService {
 
   #code(code: string) {
     if (code.length > 200) return Promise.resolve(undefined);
-    return this.deps.db.selectFrom('oauth_codes').selectAll().where('code_hash', '=', sha256(code)).executeTakeFirst();
+    return this.deps.db
+      .selectFrom('oauth_codes')
+      .selectAll()
+      .where('code_hash', '=', hashSecret(code))
+      .executeTakeFirst();
   }
 }
