@@ -1,4 +1,4 @@
-import { type Kysely, type MigrationResultSet, Migrator } from 'kysely';
+import { type Kysely, type MigrationResultSet, Migrator, sql } from 'kysely';
 import { MIGRATIONS } from '../../migrations/index.js';
 import type { Db } from './create-db.js';
 import type { Database } from './database.js';
@@ -50,4 +50,20 @@ async function currentMigration(migrator: Migrator): Promise<string | undefined>
 /** Names of the migrations this build knows, in order. */
 export function knownMigrations(): string[] {
   return Object.keys(MIGRATIONS).sort();
+}
+
+/**
+ * The migrations this build knows that the database has not applied, read without writing anything (the migrator
+ * itself would create its tables first). A database never migrated has them all pending.
+ */
+export async function pendingMigrations(db: Db): Promise<string[]> {
+  let applied: Set<string>;
+  try {
+    const { rows } = await sql<{ name: string }>`select name from kysely_migration`.execute(db.kysely);
+    applied = new Set(rows.map((row) => row.name));
+  } catch (err) {
+    if (!/kysely_migration/.test(String((err as Error).message))) throw err;
+    applied = new Set();
+  }
+  return knownMigrations().filter((name) => !applied.has(name));
 }

@@ -2,6 +2,7 @@ import type { AddressInfo, Socket } from 'node:net';
 import { createServer as createNetServer } from 'node:net';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import type { App } from '../../src/app.js';
+import { migrateDown, migrateToLatest } from '../../src/db/migrate.js';
 import { buildTestApp, startTestApp } from '../helpers/app.js';
 import { unusedPort } from '../helpers/http.js';
 import { REDIS_URL, describeWithService, probeRedis } from '../helpers/services.js';
@@ -128,6 +129,30 @@ describe('health endpoints on embedded defaults (spec "Health")', () => {
       response_time_ms: expect.any(Number) as unknown,
       last_check: expect.stringMatching(ISO) as unknown,
     });
+  });
+
+  it('is not ready while a migration is pending, and ready again once it is applied', async () => {
+    const app = await start();
+    const db = app.infrastructure.db;
+    // As after `agent-service migrate --down` or restoring an older backup under a running instance.
+    const { applied } = await migrateDown(db);
+    expect(applied).toHaveLength(1);
+
+    const ready = await get(app, '/health/ready');
+    expect(ready.status).toBe(503);
+    expect(ready.body).toMatchObject({ ready: false, blocking: ['database'] });
+    const deps = (await get(app, '/health/dependencies')).body.dependencies as Record<string, Record<string, unknown>>;
+    expect(deps.database).toMatchObject({
+      status: 'unhealthy',
+      pending_migrations: 1,
+      error: `1 migration(s) pending (${applied[0]}): run agent-service migrate`,
+    });
+
+    await migrateToLatest(db);
+    expect((await get(app, '/health/ready')).status).toBe(200);
+    expect(
+      ((await get(app, '/health/dependencies')).body.dependencies as Record<string, unknown>).database,
+    ).toMatchObject({ status: 'healthy', pending_migrations: 0 });
   });
 
   it('serves the playground and builder health on their own listeners', async () => {
