@@ -90,6 +90,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     resolveCaller,
     originAllowed: (origin) => hosts?.originAllowed(origin) ?? true,
     wwwAuthenticate,
+    shared: redis ? { store: infrastructure.stores.ephemeral, broadcast: infrastructure.broadcast } : undefined,
   });
   const http = buildListeners({
     config,

@@ -1,4 +1,6 @@
 import { randomUUID } from 'node:crypto';
+import { IncomingMessage, ServerResponse } from 'node:http';
+import { Socket } from 'node:net';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
@@ -12,6 +14,7 @@ import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { BoundedEventStore } from '../src/mcp/event-store.js';
 import { guardTransport } from '../src/mcp/guard.js';
+import type { McpSessionDirectory, SessionRecord } from '../src/mcp/session-directory.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { authInfoFor } from '../src/mcp/server.js';
 import { openStreamSlot } from './stream-slot.js';
@@ -19,9 +22,11 @@ import { openStreamSlot } from './stream-slot.js';
 interface Session {
   transport: StreamableHTTPServerTransport;
   server: McpServer;
-  /** Only the caller who opened a session may use it. */
-  callerId: string;
+  /** Who opened it (only they may use it) and how: what other instances need to continue it. */
+  record: SessionRecord;
   lastSeen: number;
+  /** When the shared directory last extended the session's life. */
+  lastRecorded: number;
 }
 
 export interface StreamableHttpOptions {
@@ -32,6 +37,11 @@ export interface StreamableHttpOptions {
   maxSessions: number;
   /** Answer every POST on its own (no session, no server-initiated stream): any instance serves any request. */
   stateless?: boolean;
+  /**
+   * The sessions every instance can see (shared through Redis): a session opened elsewhere is continued here, and
+   * one ended anywhere is closed here. Without it, a session lives and dies with the instance that opened it.
+   */
+  directory?: McpSessionDirectory;
 }
 
 /** The request as the SDK's transport reads it: with its caller's AuthInfo. */
@@ -51,11 +61,15 @@ const STATELESS_ONLY_POST = 'Method not allowed: this server is stateless (MCP_S
 export class StreamableHttpSessions {
   readonly #sessions = new Map<string, Session>();
   readonly #events = new BoundedEventStore();
+  /** Sessions being taken over from another instance, so that concurrent requests rebuild each one once. */
+  readonly #restoring = new Map<string, Promise<Session | undefined>>();
   readonly #reaper: NodeJS.Timeout;
+  readonly #stopListening: () => void;
 
   constructor(private readonly options: StreamableHttpOptions) {
     this.#reaper = setInterval(() => void this.reapIdle(), Math.min(60_000, Math.max(1_000, options.idleMs / 2)));
     this.#reaper.unref();
+    this.#stopListening = options.directory?.onEnded((id) => void this.#close(id)) ?? (() => undefined);
     options.lifecycle.onStop(() => void this.closeAll());
   }
 
@@ -70,8 +84,10 @@ export class StreamableHttpSessions {
     return idle.length;
   }
 
+  /** Closes this instance's sessions; in the shared directory they live on, for other instances to continue. */
   async closeAll(): Promise<void> {
     clearInterval(this.#reaper);
+    this.#stopListening();
     await Promise.all([...this.#sessions.keys()].map((id) => this.#close(id)));
   }
 
@@ -83,22 +99,56 @@ export class StreamableHttpSessions {
     await session.server.close().catch(() => undefined);
   }
 
-  /** The caller's session named by the request, or an answer saying there is none (404, as the protocol asks). */
-  #sessionOf(req: Request, res: Response): Session | undefined {
+  /**
+   * The caller's session named by the request, or an answer saying there is none (404, as the protocol asks). A
+   * session this instance does not hold is taken over from the shared directory when another instance opened it.
+   */
+  async #sessionOf(req: Request, res: Response): Promise<Session | undefined> {
     const id = req.get('Mcp-Session-Id');
-    const session = id ? this.#sessions.get(id) : undefined;
-    if (!id) jsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
-    else if (!session || session.callerId !== callerOf(req).subject)
-      jsonRpcError(res, 404, -32001, 'Session not found');
-    else {
-      session.lastSeen = Date.now();
-      return session;
+    if (!id) {
+      jsonRpcError(res, 400, -32000, 'Bad Request: Mcp-Session-Id header is required');
+      return undefined;
     }
-    return undefined;
+    const caller = callerOf(req).subject;
+    const session = this.#sessions.get(id) ?? (await this.#takeOver(id, req));
+    if (!session || session.record.caller !== caller) {
+      jsonRpcError(res, 404, -32001, 'Session not found');
+      return undefined;
+    }
+    const now = Date.now();
+    session.lastSeen = now;
+    // The shared record is extended a few times per idle period, not on every request.
+    if (this.options.directory && now - session.lastRecorded > Math.min(60_000, this.options.idleMs / 4)) {
+      session.lastRecorded = now;
+      this.#share(id, session.record);
+    }
+    return session;
   }
 
-  async #open(req: Request, res: Response): Promise<void> {
-    const caller = callerOf(req);
+  /** Records a session in the shared directory; without it the session still works here, so a failure is logged. */
+  #share(id: string, record: SessionRecord): void {
+    this.options.directory?.record(id, record).catch((err: unknown) => {
+      this.options.logger.warn({ err, session: id }, 'MCP session not shared with other instances');
+    });
+  }
+
+  #takeOver(id: string, req: Request): Promise<Session | undefined> {
+    const directory = this.options.directory;
+    if (!directory) return Promise.resolve(undefined);
+    let restoring = this.#restoring.get(id);
+    if (!restoring) {
+      restoring = (async () => {
+        const record = await directory.find(id);
+        if (!record || record.caller !== callerOf(req).subject) return undefined;
+        return this.#restore(id, record, req);
+      })().finally(() => this.#restoring.delete(id));
+      this.#restoring.set(id, restoring);
+    }
+    return restoring;
+  }
+
+  /** Refuses a new session when this instance holds as many as it may, after reaping the longest idle. */
+  async #makeRoom(): Promise<void> {
     if (this.#sessions.size >= this.options.maxSessions) await this.reapIdle(Date.now() + this.options.idleMs / 2);
     // A refusal of the service, not of the protocol: rendered like every other MCP route's, with Retry-After.
     if (this.#sessions.size >= this.options.maxSessions)
@@ -106,28 +156,76 @@ export class StreamableHttpSessions {
         code: CommonErrorCode.ServiceUnavailable,
         headers: { 'Retry-After': '1' },
       });
-    const server = this.options.core.createServer();
+  }
+
+  /** A transport for a session of this instance; `id` is the session's id when it continues one opened elsewhere. */
+  #transport(server: McpServer, onInitialised: (id: string) => void, id?: string): StreamableHTTPServerTransport {
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => randomUUID(),
+      sessionIdGenerator: () => id ?? randomUUID(),
       eventStore: this.#events,
-      onsessioninitialized: (id) => {
-        this.#sessions.set(id, { transport, server, callerId: caller.subject, lastSeen: Date.now() });
-      },
-      onsessionclosed: (id) => {
-        this.#sessions.delete(id);
+      onsessioninitialized: onInitialised,
+      onsessionclosed: (closed) => {
+        this.#sessions.delete(closed);
         void server.close().catch(() => undefined);
+        // Ended by its client (DELETE): ended on every instance.
+        this.options.directory?.end(closed).catch((err: unknown) => {
+          this.options.logger.warn({ err, session: closed }, 'MCP session end not shared with other instances');
+        });
       },
     });
     transport.onclose = () => {
       if (transport.sessionId) this.#sessions.delete(transport.sessionId);
     };
+    return transport;
+  }
+
+  /**
+   * Continues here a session another instance opened: a server of this instance's is initialised as the client
+   * initialised the original, by playing the recorded initialize request through the SDK's transport in an
+   * exchange that never reaches the network. The client sees one session, whichever instance answers.
+   */
+  async #restore(id: string, record: SessionRecord, req: Request): Promise<Session | undefined> {
+    await this.#makeRoom();
+    const server = this.options.core.createServer();
+    const transport = this.#transport(server, () => undefined, id);
+    await server.connect(transport);
+    if (!(await replayInitialize(transport, record.initialize, withAuth(req).auth))) {
+      await transport.close().catch(() => undefined);
+      await server.close().catch(() => undefined);
+      return undefined;
+    }
+    this.#guard(transport);
+    const now = Date.now();
+    const session: Session = { transport, server, record, lastSeen: now, lastRecorded: now };
+    this.#sessions.set(id, session);
+    this.options.logger.debug({ session: id }, 'MCP session continued from another instance');
+    return session;
+  }
+
+  async #open(req: Request, res: Response): Promise<void> {
+    await this.#makeRoom();
+    const record: SessionRecord = {
+      caller: callerOf(req).subject,
+      initialize: (req.body as { params: unknown }).params,
+    };
+    const server = this.options.core.createServer();
+    const transport = this.#transport(server, (id) => {
+      const now = Date.now();
+      this.#sessions.set(id, { transport, server, record, lastSeen: now, lastRecorded: now });
+      this.#share(id, record);
+    });
     await this.#connect(server, transport);
     await transport.handleRequest(withAuth(req), res, req.body);
   }
 
-  /** Connects a server to its transport; requests were counted per HTTP request, the guard adds per-method metrics. */
+  /** Connects a server to its transport and guards it. */
   async #connect(server: McpServer, transport: StreamableHTTPServerTransport): Promise<void> {
     await server.connect(transport);
+    this.#guard(transport);
+  }
+
+  /** Requests were counted per HTTP request; the guard adds per-method metrics. */
+  #guard(transport: StreamableHTTPServerTransport): void {
     guardTransport(transport, {
       policy: this.options.core.policy,
       metrics: this.options.core.metrics,
@@ -194,7 +292,7 @@ export class StreamableHttpSessions {
               await this.#open(req, res);
               return;
             }
-            const session = this.#sessionOf(req, res);
+            const session = await this.#sessionOf(req, res);
             if (session) await session.transport.handleRequest(withAuth(req), res, req.body);
           },
         }),
@@ -220,7 +318,7 @@ export class StreamableHttpSessions {
               jsonRpcError(res, 405, -32000, STATELESS_ONLY_POST);
               return;
             }
-            const session = this.#sessionOf(req, res);
+            const session = await this.#sessionOf(req, res);
             if (!session) return;
             const caller = callerOf(req);
             // Sessions, and so their streams, are closed on shutdown by closeAll.
@@ -249,11 +347,42 @@ export class StreamableHttpSessions {
               jsonRpcError(res, 405, -32000, STATELESS_ONLY_POST);
               return;
             }
-            const session = this.#sessionOf(req, res);
+            const session = await this.#sessionOf(req, res);
             if (session) await session.transport.handleRequest(withAuth(req), res);
           },
         }),
       ],
     };
+  }
+}
+
+/**
+ * Plays an initialize request through a fresh transport without a network: a request and a response of Node's own
+ * that no socket carries, since the SDK offers no other way to set up a session it did not open. True when the
+ * server accepted it.
+ */
+async function replayInitialize(
+  transport: StreamableHTTPServerTransport,
+  params: unknown,
+  auth: ReturnType<typeof authInfoFor>,
+): Promise<boolean> {
+  const socket = new Socket();
+  try {
+    const req = Object.assign(new IncomingMessage(socket), { auth });
+    const headers = {
+      host: 'localhost',
+      accept: 'application/json, text/event-stream',
+      'content-type': 'application/json',
+    };
+    req.method = 'POST';
+    req.url = '/mcp';
+    req.headers = headers;
+    req.rawHeaders = Object.entries(headers).flat();
+    req.push(null);
+    const res = new ServerResponse(req);
+    await transport.handleRequest(req, res, { jsonrpc: '2.0', id: 0, method: 'initialize', params });
+    return res.statusCode === 200;
+  } finally {
+    socket.destroy();
   }
 }

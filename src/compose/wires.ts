@@ -14,6 +14,9 @@ import { restRoutes } from '../../transports/rest.js';
 import { LegacySseConnections } from '../../transports/sse.js';
 import { StreamableHttpSessions } from '../../transports/streamable-http.js';
 import { WebSocketEndpoint } from '../../transports/websocket.js';
+import type { Broadcast } from '../adapters/broadcast/port.js';
+import type { EphemeralStore } from '../adapters/ephemeral/port.js';
+import { McpSessionDirectory } from '../mcp/session-directory.js';
 
 export interface WireDeps {
   config: Config;
@@ -27,6 +30,8 @@ export interface WireDeps {
   originAllowed: (origin: string | undefined) => boolean;
   /** The `WWW-Authenticate` challenge of every 401 (also on a refused WebSocket upgrade). */
   wwwAuthenticate: string;
+  /** Where the instances share streamable-HTTP sessions; without it (no Redis) sessions stay with one instance. */
+  shared?: { store: EphemeralStore; broadcast: Broadcast };
 }
 
 /**
@@ -43,6 +48,7 @@ export function buildMcpWires(deps: WireDeps) {
     idleMs: config.mcp.sessionIdleSeconds * 1000,
     maxSessions: config.mcp.maxSessions,
     stateless: config.mcp.sessionMode === 'stateless',
+    directory: deps.shared && new McpSessionDirectory({ ...deps.shared, ttlMs: config.mcp.sessionIdleSeconds * 1000 }),
   });
   const sse = new LegacySseConnections({ core, lifecycle });
   const websocket = new WebSocketEndpoint({

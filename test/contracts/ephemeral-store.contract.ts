@@ -62,6 +62,29 @@ export function ephemeralStoreContract(name: string, make: StoreFactory<Ephemera
       expect(taken.filter((value) => value !== undefined)).toEqual(['once']);
     });
 
+    it('lets a value be peeked at any number of times until it expires, and then taken once', async () => {
+      await store.put('mcp-session:1', 'record', TTL);
+      expect(await store.peek('mcp-session:1')).toBe('record');
+      expect(await store.peek('mcp-session:1')).toBe('record');
+      clock.advance(TTL - 1);
+      expect(await store.take('mcp-session:1')).toBe('record');
+      expect(await store.peek('mcp-session:1')).toBeUndefined();
+
+      await store.put('mcp-session:2', 'record', TTL);
+      clock.advance(TTL);
+      expect(await store.peek('mcp-session:2')).toBeUndefined();
+    });
+
+    it('deletes a value, and deleting a missing one is no error', async () => {
+      await store.put('a', '1', TTL);
+      await store.put('b', '2', TTL);
+      await store.delete('a');
+      await store.delete('never-put');
+      expect(await store.peek('a')).toBeUndefined();
+      expect(await store.take('a')).toBeUndefined();
+      expect(await store.peek('b')).toBe('2');
+    });
+
     it('rejects a ttl that is not a positive number', async () => {
       await expect(store.put('k', 'v', 0)).rejects.toThrow(RangeError);
       await expect(store.put('k', 'v', Number.POSITIVE_INFINITY)).rejects.toThrow(RangeError);

@@ -68,7 +68,8 @@ describe('the Compose file', () => {
       const config = loadConfig({ ...dockerfileEnv, ...env });
       expect(config.database.dialect, name).toBe('postgres');
       expect(config.redis?.url, name).toBe('redis://redis:6379');
-      expect(config.mcp.sessionMode, name).toBe('stateless');
+      // Sessions are shared through Redis, so no sticky balancing is configured or needed.
+      expect(config.mcp.sessionMode, name).toBe('stateful');
       expect(config.trustProxy, name).toBe(1);
     }
   });
@@ -114,9 +115,9 @@ describe('the Kubernetes manifests', () => {
       (container.env as Doc[]).map((e) => [String(e.name), String(e.value)]),
     );
     expect(Object.keys(env).filter((key) => !CONFIG_KEYS.includes(key))).toEqual([]);
-    expect(loadConfig({ ...env, KEY_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64') }).mcp.sessionMode).toBe(
-      'stateless',
-    );
+    expect(loadConfig({ ...env, KEY_ENCRYPTION_KEY: Buffer.alloc(32, 7).toString('base64') }).trustProxy).toBe(1);
+    // The database, Redis and the key-encryption key come from the secret the README has you create.
+    expect(container.envFrom).toEqual([{ secretRef: { name: 'agent-service' } }]);
   });
 
   it('exposes the listeners’ ports', () => {

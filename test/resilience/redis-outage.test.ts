@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -143,6 +143,25 @@ describeWithService('Redis outage', await probeRedis(), () => {
     expectUnavailable(await login(app));
   }, 20_000);
 
+  it('MCP sessions this instance holds keep working; one it cannot look up is a 503, not "not found"', async () => {
+    const app = await start();
+    const token = (await login(app)).body.access_token as string;
+    const open = async () => {
+      const res = await mcpPost(app, token, { method: 'initialize', params: INITIALIZE });
+      return res.headers.get('mcp-session-id')!;
+    };
+    const held = await open();
+    proxy.set('refuse');
+    expect((await mcpPost(app, token, { method: 'tools/list' }, held)).status).toBe(200);
+    // Opened during the outage: served here, just not shared with other instances.
+    const local = await open();
+    expect((await mcpPost(app, token, { method: 'tools/list' }, local)).status).toBe(200);
+    // Perhaps opened on another instance: whether it exists cannot be told, and a 404 would end it for the client.
+    const unknown = await mcpPost(app, token, { method: 'tools/list' }, randomUUID());
+    expect(unknown.status).toBe(503);
+    expect(unknown.headers.get('retry-after')).toBe('5');
+  });
+
   it('rate limits keep counting in the process while Redis is away', async () => {
     const app = await start({ MCP_REQUESTS_PER_MINUTE: '3' });
     const token = (await login(app)).body.access_token as string;
@@ -152,3 +171,23 @@ describeWithService('Redis outage', await probeRedis(), () => {
     expect(statuses).toEqual([200, 200, 200, 429, 429]);
   });
 });
+
+const INITIALIZE = {
+  protocolVersion: '2025-06-18',
+  capabilities: {},
+  clientInfo: { name: 'outage', version: '1.0.0' },
+};
+
+/** One JSON-RPC request over streamable HTTP, on the session named (none: an initialize). */
+function mcpPost(app: App, token: string, message: { method: string; params?: unknown }, session?: string) {
+  return fetch(`${app.url('main')}/mcp`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...(session ? { 'Mcp-Session-Id': session, 'Mcp-Protocol-Version': '2025-06-18' } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...message }),
+  });
+}

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { startTestApp } from '../helpers/app.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
@@ -23,21 +23,21 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
   let a: App;
   let b: App;
   let drop: () => Promise<void>;
+  let env: Record<string, string>;
 
   beforeAll(async () => {
     const database = await createPostgresDatabase();
     drop = database.drop;
-    const env = {
+    env = {
       DATABASE_URL: database.url,
       REDIS_URL,
       REDIS_PREFIX: `two-${randomBytes(4).toString('hex')}:`,
       // Both instances open the signing keys in the database with the same key.
       KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-      MCP_SESSION_MODE: 'stateless',
       MCP_REQUESTS_PER_MINUTE: '6',
     };
-    a = await startTestApp(env);
-    b = await startTestApp(env);
+    a = await startTestApp({ ...env, MCP_SESSION_MODE: 'stateless' });
+    b = await startTestApp({ ...env, MCP_SESSION_MODE: 'stateless' });
     await createUser(a, 'alice');
   }, 60_000);
 
@@ -46,6 +46,28 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
     await b?.close();
     await drop?.();
   });
+
+  /** A load balancer without stickiness: each request goes to the next instance in turn; `reached` lists them. */
+  function roundRobin(instances: App[]) {
+    const reached: string[] = [];
+    let turn = 0;
+    const fetchNext = (input: string | URL | Request, init?: RequestInit) => {
+      const to = new URL(instances[turn++ % instances.length]!.url('main'));
+      const url = new URL(input instanceof Request ? input.url : input.toString());
+      url.host = to.host;
+      reached.push(to.host);
+      return fetch(url, init);
+    };
+    return { fetch: fetchNext, reached };
+  }
+
+  function mcpClient(app: App, token: string, fetchVia: typeof fetch = fetch) {
+    const transport = new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      fetch: fetchVia,
+    });
+    return { client: new Client({ name: 'balanced', version: '1.0.0' }), transport };
+  }
 
   const login = (app: App) => call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } });
 
@@ -84,24 +106,10 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
 
   it('serves a stateless MCP client whichever instance each request reaches', async () => {
     const token = (await login(a)).body.access_token as string;
-    const reached: string[] = [];
-    let turn = 0;
-    // A load balancer without stickiness: requests alternate between the instances.
-    const roundRobin = (input: string | URL | Request, init?: RequestInit) => {
-      const target = [a, b][turn++ % 2]!;
-      const url = new URL(input instanceof Request ? input.url : input.toString());
-      const to = new URL(target.url('main'));
-      url.host = to.host;
-      reached.push(to.host);
-      return fetch(url, init);
-    };
-    const client = new Client({ name: 'balanced', version: '1.0.0' });
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${a.url('main')}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-        fetch: roundRobin,
-      }),
-    );
+    const balancer = roundRobin([a, b]);
+    const reached = balancer.reached;
+    const { client, transport } = mcpClient(a, token, balancer.fetch);
+    await client.connect(transport);
     const tools = await client.listTools();
     expect(tools.tools.map((t) => t.name)).toContain('conversation_search');
     const result = await client.callTool({ name: 'conversation_search', arguments: { query: 'x' } });
@@ -119,4 +127,89 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
       expect(res.headers.get('allow')).toBe('POST');
     }
   });
+
+  describe('stateful MCP sessions (the default mode)', () => {
+    let c: App;
+    let d: App;
+    // A budget these tests do not exhaust (the instances above share a small one).
+    const stateful = () => ({ ...env, MCP_REQUESTS_PER_MINUTE: '1000' });
+    beforeAll(async () => {
+      c = await startTestApp(stateful());
+      d = await startTestApp(stateful());
+    }, 60_000);
+    afterAll(async () => {
+      await c?.close();
+      await d?.close();
+    });
+
+    it('continues a session opened through one instance on the other, as one session', async () => {
+      const token = (await login(c)).body.access_token as string;
+      const balancer = roundRobin([c, d]);
+      const { client, transport } = mcpClient(c, token, balancer.fetch);
+      await client.connect(transport); // initialize reaches C, the `initialized` notification D
+      const id = transport.sessionId;
+      expect(id).toMatch(/^[0-9a-f-]{36}$/);
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('conversation_search');
+      const result = await client.callTool({ name: 'conversation_search', arguments: { query: 'x' } });
+      expect(result.isError).toBe(false);
+      expect(new Set(balancer.reached).size).toBe(2);
+      // One session, held by both instances under the id C gave it.
+      expect(transport.sessionId).toBe(id);
+      expect([c.wires.streamable.size, d.wires.streamable.size]).toEqual([1, 1]);
+
+      // Ended through one instance (DELETE), it is ended on both.
+      await transport.terminateSession();
+      await expect.poll(() => c.wires.streamable.size + d.wires.streamable.size).toBe(0);
+      for (const app of [c, d]) {
+        const res = await postMcp(app, token, id!);
+        expect(res.status).toBe(404);
+      }
+      await client.close();
+    });
+
+    it('outlives the instance that opened it', async () => {
+      const e = await startTestApp(stateful());
+      const token = (await login(e)).body.access_token as string;
+      const { client, transport } = mcpClient(e, token);
+      await client.connect(transport);
+      const id = transport.sessionId!;
+      await e.close(); // a rolling deployment replaces the instance
+
+      const res = await postMcp(d, token, id);
+      expect(res.status).toBe(200);
+      expect(res.headers.get('mcp-session-id')).toBe(id);
+      expect(await res.text()).toContain('conversation_search');
+      await client.close();
+    });
+
+    it("does not let another user continue someone's session on another instance", async () => {
+      await createUser(c, 'mallory');
+      const alice = (await login(c)).body.access_token as string;
+      const mallory = (await call(c, 'POST', '/auth/login', { body: { username: 'mallory', password: PASSWORD } })).body
+        .access_token as string;
+      const { client, transport } = mcpClient(c, alice);
+      await client.connect(transport);
+      const before = d.wires.streamable.size;
+      const res = await postMcp(d, mallory, transport.sessionId!);
+      expect(res.status).toBe(404);
+      expect(d.wires.streamable.size).toBe(before);
+      expect((await postMcp(d, alice, transport.sessionId!)).status).toBe(200);
+      await client.close();
+    });
+  });
 });
+
+/** A `tools/list` request on an existing session, straight to one instance. */
+function postMcp(app: App, token: string, sessionId: string) {
+  return fetch(`${app.url('main')}/mcp`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'Mcp-Session-Id': sessionId,
+      'Mcp-Protocol-Version': '2025-06-18',
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
+  });
+}

@@ -51,5 +51,15 @@ export function createMemoryEphemeralStore(options: { now?: () => number } = {})
       entries.delete(key);
       return Promise.resolve(entry !== undefined && entry.expiresAt > now() ? entry.value : undefined);
     },
+
+    peek(key) {
+      const entry = entries.get(key);
+      return Promise.resolve(entry !== undefined && entry.expiresAt > now() ? entry.value : undefined);
+    },
+
+    delete(key) {
+      entries.delete(key);
+      return Promise.resolve();
+    },
   };
 }

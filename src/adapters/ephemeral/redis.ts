@@ -19,6 +19,11 @@ export function createRedisEphemeralStore(
 ): EphemeralStore {
   const now = options.now ?? Date.now;
   const keyOf = (key: string): string => `${options.prefix}ephemeral:${key}`;
+  const valueOf = (raw: string | null): string | undefined => {
+    if (raw === null) return undefined;
+    const stored = JSON.parse(raw) as Stored;
+    return stored.expiresAt > now() ? stored.value : undefined;
+  };
 
   return {
     async put(key, value, ttlMs) {
@@ -30,10 +35,15 @@ export function createRedisEphemeralStore(
     },
 
     async take(key) {
-      const raw = await redis.getdel(keyOf(key));
-      if (raw === null) return undefined;
-      const stored = JSON.parse(raw) as Stored;
-      return stored.expiresAt > now() ? stored.value : undefined;
+      return valueOf(await redis.getdel(keyOf(key)));
+    },
+
+    async peek(key) {
+      return valueOf(await redis.get(keyOf(key)));
+    },
+
+    async delete(key) {
+      await redis.del(keyOf(key));
     },
   };
 }

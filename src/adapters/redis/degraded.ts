@@ -108,5 +108,7 @@ export function degradableEphemeralStore(inner: EphemeralStore, outage: RedisOut
   return {
     put: (key, value, ttlMs) => outage.run(() => inner.put(key, value, ttlMs)),
     take: (key) => outage.run(() => inner.take(key)),
+    peek: (key) => outage.run(() => inner.peek(key)),
+    delete: (key) => outage.run(() => inner.delete(key)),
   };
 }
