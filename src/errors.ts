@@ -201,7 +201,7 @@ const UNREACHABLE_MESSAGES =
  * Whether an error says a dependency could not be reached (a database or network outage), not that the request or
  * the code was wrong: such a failure is a 503 to retry, never a 500.
  */
-function isUnreachableDependency(err: unknown): boolean {
+export function isUnreachableDependency(err: unknown): boolean {
   for (let cause = err, depth = 0; cause instanceof Error && depth < 4; cause = cause.cause, depth++) {
     const code = (cause as { code?: unknown }).code;
     if (typeof code === 'string' && UNREACHABLE_CODES.test(code)) return true;

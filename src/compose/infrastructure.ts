@@ -1,7 +1,7 @@
 import type { Redis } from 'ioredis';
 import { cachingDecisions } from '../adapters/authz/cached.js';
 import { createEmbeddedAuthz } from '../adapters/authz/embedded.js';
-import { createOpenFgaAuthz } from '../adapters/authz/openfga.js';
+import { createOpenFgaAuthz, isOpenFgaOutage } from '../adapters/authz/openfga.js';
 import type { AuthzService } from '../adapters/authz/port.js';
 import { createMemoryCounterStore } from '../adapters/counters/memory.js';
 import type { CounterStore } from '../adapters/counters/port.js';
@@ -11,7 +11,7 @@ import type { EphemeralStore } from '../adapters/ephemeral/port.js';
 import { createRedisEphemeralStore } from '../adapters/ephemeral/redis.js';
 import { localIdentityHealthCheck, oidcIdentityHealthCheck } from '../adapters/identity/health.js';
 import { createOfflineLlm } from '../adapters/llm/offline.js';
-import { createOpenAiLlm } from '../adapters/llm/openai.js';
+import { createOpenAiLlm, isLlmOutage } from '../adapters/llm/openai.js';
 import type { LlmProvider } from '../adapters/llm/port.js';
 import { createRedisClient } from '../adapters/redis/redis.js';
 import {
@@ -37,6 +37,8 @@ import { SERVICE_VERSION } from '../version.js';
 import { type Db, createDb } from '../db/create-db.js';
 import { databaseHealthCheck } from '../db/health.js';
 import type { Logger } from '../logger.js';
+import { CircuitBreaker } from '../adapters/breaker/breaker.js';
+import { isUnreachableDependency } from '../errors.js';
 import { authorizationModel } from '../modules/authz/index.js';
 import type { HealthCheck } from '../ports/health.js';
 
@@ -65,9 +67,11 @@ export interface Infrastructure {
 
 export function buildInfrastructure(config: Config, deps: { logger: Logger; now: () => Date }): Infrastructure {
   const { logger, now } = deps;
-  const db = createDb(config.database);
-  const redis = config.redis ? createRedisClient(config.redis.url, logger) : undefined;
   const clock = { now: () => now().getTime() };
+  const db = createDb(config.database, {
+    breaker: new CircuitBreaker({ dependency: 'database', ...clock, logger, isOutage: isUnreachableDependency }),
+  });
+  const redis = config.redis ? createRedisClient(config.redis.url, logger) : undefined;
   // Every Redis call goes through one breaker: an outage is a 503 (or a stand-in), never a 500 or a pile-up.
   const outage = redis ? new RedisOutage({ now: clock.now, logger }) : undefined;
   const stores: Stores =
@@ -95,16 +99,26 @@ export function buildInfrastructure(config: Config, deps: { logger: Logger; now:
         };
   const tuples =
     config.authz.provider === 'openfga'
-      ? createOpenFgaAuthz(config.authz, authorizationModel())
+      ? createOpenFgaAuthz(config.authz, authorizationModel(), {
+          breaker: new CircuitBreaker({
+            dependency: 'authorization service',
+            ...clock,
+            logger,
+            isOutage: isOpenFgaOutage,
+          }),
+        })
       : createEmbeddedAuthz(db, authorizationModel(), now);
   const authz = config.authzCacheMs > 0 ? cachingDecisions(tuples, { ttlMs: config.authzCacheMs }) : tuples;
   const llm =
     config.llm.provider === 'openai'
-      ? createOpenAiLlm({
-          baseUrl: config.llm.baseUrl,
-          model: config.llm.model,
-          ...(config.llm.apiKey && { apiKey: config.llm.apiKey }),
-        })
+      ? createOpenAiLlm(
+          {
+            baseUrl: config.llm.baseUrl,
+            model: config.llm.model,
+            ...(config.llm.apiKey && { apiKey: config.llm.apiKey }),
+          },
+          { breaker: new CircuitBreaker({ dependency: 'LLM provider', ...clock, logger, isOutage: isLlmOutage }) },
+        )
       : createOfflineLlm();
   const telemetry = createTelemetry({
     serviceName: config.telemetry.serviceName,

@@ -9,6 +9,11 @@ import type { DatabaseTarget } from '../config.js';
 import type { Database } from './database.js';
 import { cachingStatements } from './statement-cache.js';
 
+/** Runs each attempt to take a connection (a circuit breaker: it may refuse at once while the server is away). */
+export interface ConnectionGuard {
+  run<T>(connect: () => Promise<T>): Promise<T>;
+}
+
 /** A connected database: the Kysely handle plus what health checks and shutdown need to know about it. */
 export interface Db {
   readonly kysely: Kysely<Database>;
@@ -117,10 +122,16 @@ function openSqlite(filename: string): Db {
   };
 }
 
-function openPostgres(connectionString: string): Db {
+function openPostgres(connectionString: string, breaker?: ConnectionGuard): Db {
   const pool = new (loadPg().Pool)({ connectionString, max: 10, types: pgTypes, connectionTimeoutMillis: 5_000 });
   // An idle client losing its connection must not crash the process; the pool replaces it.
   pool.on('error', () => undefined);
+  if (breaker) {
+    // Kysely and the checkpoint saver take connections with the promise form; pg's own callback form is left as is.
+    const connect = pool.connect.bind(pool);
+    pool.connect = ((callback?: Parameters<pg.Pool['connect']>[0]) =>
+      callback ? connect(callback) : breaker.run(() => connect())) as pg.Pool['connect'];
+  }
   const kysely = new Kysely<Database>({ dialect: new PostgresDialect({ pool }) });
   const url = new URL(connectionString);
   return {
@@ -137,7 +148,13 @@ function openPostgres(connectionString: string): Db {
   };
 }
 
-/** Opens the configured database (nothing is migrated here; see migrate.ts). */
-export function createDb(target: DatabaseTarget): Db {
-  return target.dialect === 'sqlite' ? openSqlite(target.filename) : openPostgres(target.connectionString);
+/**
+ * Opens the configured database (nothing is migrated here; see migrate.ts). With a breaker, every PostgreSQL
+ * connection is taken through it: once the server cannot be reached, requests fail at once with a 503 instead of
+ * each waiting out the connection timeout.
+ */
+export function createDb(target: DatabaseTarget, options: { breaker?: ConnectionGuard } = {}): Db {
+  return target.dialect === 'sqlite'
+    ? openSqlite(target.filename)
+    : openPostgres(target.connectionString, options.breaker);
 }

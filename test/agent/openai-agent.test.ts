@@ -6,6 +6,7 @@ import type { Caller } from '../../src/ports/caller.js';
 import { createAgent } from '../../workflows/agent.js';
 import { createCheckpointer } from '../../workflows/checkpointer.js';
 import { closeAfterEach } from '../helpers/app.js';
+import { TestClock } from '../helpers/auth.js';
 import { type Json, type SignedIn, startTestClient } from '../helpers/client.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
 
@@ -141,6 +142,34 @@ describe('the agent through POST /mcp/tools/call with an OpenAI-compatible model
     const bodies = chatBodies(fake);
     expect(bodies).toHaveLength(2);
     expect(bodies[1]).toEqual(bodies[0]);
+  });
+
+  it('stops calling a provider that keeps failing for a while, then calls it again', async () => {
+    const fake = closing(await startFakeOpenAi([MODEL]));
+    // The breaker's cool-down is judged by this clock.
+    const clock = new TestClock(Date.now());
+    const { as } = closing(
+      await startTestClient(
+        { LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: MODEL, LLM_API_KEY: 'sk-fake-key' },
+        { now: clock.now },
+      ),
+    );
+    const alice = await as('alice');
+    fake.failWith = 500;
+    const failed = await toolCall(alice, 'agent_chat', { message: 'Anyone there?' });
+    expect(failed.body).toMatchObject({ isError: true });
+    const asked = fake.requests.length;
+    expect(asked).toBeGreaterThan(0);
+
+    const meanwhile = await toolCall(alice, 'agent_chat', { message: 'Still nobody?' });
+    expect(meanwhile.body).toMatchObject({ isError: true });
+    expect(JSON.stringify(meanwhile.body)).toContain('LLM provider is unavailable');
+    expect(fake.requests.length).toBe(asked);
+
+    fake.failWith = undefined;
+    clock.advance(1_000);
+    fake.replies.push({ text: 'Back again.' });
+    expect((await agentChat(alice, { message: 'Now?' })).response).toBe('Back again.');
   });
 
   it('fails a turn with a clear error when the provider does not answer within the client timeout', async () => {

@@ -32,6 +32,8 @@ export interface FakeOpenFga {
   storeExists: boolean;
   /** Every request received, its JSON body parsed. */
   requests: FakeOpenFgaRequest[];
+  /** When set, every request is answered with this status and OpenFGA's internal-error body (a failing server). */
+  failWith: number | undefined;
   /** The tuples the store holds, in the order they were written. */
   tuples: () => Tuple[];
   close: () => Promise<void>;
@@ -182,6 +184,7 @@ export async function startFakeOpenFga(options: FakeOpenFgaOptions = {}): Promis
     modelId: preloaded ? FAKE_MODEL_ID : '',
     storeExists: true,
     requests: [] as FakeOpenFgaRequest[],
+    failWith: undefined as number | undefined,
     tuples: () => [...stored.values()].map(({ key }) => ({ ...key })),
   };
 
@@ -447,6 +450,7 @@ export async function startFakeOpenFga(options: FakeOpenFgaOptions = {}): Promis
     })
       .then(async (body) => {
         state.requests.push({ method, path, body, authorization: req.headers.authorization });
+        if (state.failWith) throw new FgaHttpError(state.failWith, 'internal_error', 'Internal Server Error');
         const [status, response] = await route(req, method, path, body);
         send(res, status, response);
       })

@@ -10,6 +10,8 @@ export type ProxyMode = 'open' | 'refuse' | 'blackhole';
  */
 export interface TcpProxy {
   port: number;
+  /** Connections the proxy has accepted so far, whatever their fate. */
+  readonly accepted: number;
   set(mode: ProxyMode): void;
   close(): Promise<void>;
 }
@@ -17,7 +19,9 @@ export interface TcpProxy {
 export async function startTcpProxy(target: { host: string; port: number }): Promise<TcpProxy> {
   let mode: ProxyMode = 'open';
   const sockets = new Set<Socket>();
+  let accepted = 0;
   const server: Server = createServer((client) => {
+    accepted++;
     sockets.add(client);
     client.on('close', () => sockets.delete(client));
     client.on('error', () => undefined);
@@ -34,6 +38,9 @@ export async function startTcpProxy(target: { host: string; port: number }): Pro
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {
     port: (server.address() as AddressInfo).port,
+    get accepted() {
+      return accepted;
+    },
     set(next) {
       mode = next;
       // A mode change ends what was open, as a server going away (or coming back) would.

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
-import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
 import { startFakeOpenFga } from '../fakes/openfga.js';
 
 /**
@@ -41,5 +41,44 @@ describe('OpenFGA outage', () => {
     expect(JSON.stringify(refused.body)).not.toContain(fga.storeId);
     const health = await call(app, 'GET', '/health');
     expect(health.body).toMatchObject({ checks: { authz_service: 'unhealthy' } });
+  }, 30_000);
+
+  it('stops asking a failing OpenFGA for a while, then asks again', async () => {
+    const fga = await startFakeOpenFga();
+    const clock = new TestClock(Date.now());
+    const app = closing(
+      await startTestApp(
+        {
+          AUTHZ_PROVIDER: 'openfga',
+          OPENFGA_API_URL: fga.url,
+          OPENFGA_STORE_ID: fga.storeId,
+          OPENFGA_MODEL_ID: fga.modelId,
+          AUTHZ_CACHE_MS: '0',
+        },
+        { now: clock.now },
+      ),
+    );
+    await createUser(app, 'alice');
+    const token = (await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } })).body
+      .access_token as string;
+    const callTool = () =>
+      call(app, 'POST', '/mcp/tools/call', {
+        token,
+        body: { params: { name: 'conversation_search', arguments: { query: 'x' } } },
+      });
+    expect((await callTool()).status).toBe(200);
+
+    fga.failWith = 500;
+    expect((await callTool()).status).toBe(503);
+    const asked = fga.requests.length;
+    const meanwhile = await Promise.all(Array.from({ length: 5 }, callTool));
+    expect(meanwhile.map((res) => res.status)).toEqual(Array(5).fill(503));
+    expect(fga.requests.length).toBe(asked);
+
+    fga.failWith = undefined;
+    clock.advance(1_000);
+    expect((await callTool()).status).toBe(200);
+    expect(fga.requests.length).toBeGreaterThan(asked);
+    await fga.close();
   }, 30_000);
 });

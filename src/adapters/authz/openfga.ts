@@ -1,4 +1,5 @@
 import { CommonErrorCode, ServiceUnavailableError } from '../../errors.js';
+import { type CircuitBreaker, CircuitOpenError } from '../breaker/breaker.js';
 import { openFgaSdk } from './openfga-sdk.js';
 import { openFgaClient } from './openfga-client.js';
 import type { AuthorizationModel, ReadRequestTupleKey } from '@openfga/sdk';
@@ -109,7 +110,22 @@ function matches(tuple: Tuple, filter: TupleFilter): boolean {
  * here: `acts_as` inheritance for service principals, reads by filters its Read API refuses, and removing every
  * tuple that names an entity. `model` is the local copy used to plan those (types and relations), not sent.
  */
-export function createOpenFgaAuthz(config: OpenFgaAuthzConfig, model: AuthorizationModel): AuthzService {
+/**
+ * Whether an OpenFGA call failed for lack of OpenFGA (no answer, or a 5xx), rather than because OpenFGA refused
+ * what was asked: what opens the breaker.
+ */
+export function isOpenFgaOutage(error: unknown): boolean {
+  const { FgaApiError, FgaValidationError } = openFgaSdk();
+  if (error instanceof FgaValidationError) return false;
+  if (error instanceof FgaApiError) return (error.statusCode ?? 500) >= 500;
+  return true;
+}
+
+export function createOpenFgaAuthz(
+  config: OpenFgaAuthzConfig,
+  model: AuthorizationModel,
+  options: { breaker?: CircuitBreaker } = {},
+): AuthzService {
   const client = openFgaClient(config, { maxRetry: MAX_RETRY, minWaitInMs: 50, timeoutMs: TIMEOUT_MS });
 
   const safeUrl = withoutCredentials(config.apiUrl);
@@ -124,7 +140,7 @@ export function createOpenFgaAuthz(config: OpenFgaAuthzConfig, model: Authorizat
    */
   async function call<T>(operation: string, run: () => Promise<T>): Promise<T> {
     try {
-      return await run();
+      return await (options.breaker ? options.breaker.run(run) : run());
     } catch (error) {
       throw toOpenFgaError(operation, error);
     }
@@ -141,6 +157,13 @@ export function createOpenFgaAuthz(config: OpenFgaAuthzConfig, model: Authorizat
       NotFoundErrorCode,
     } = openFgaSdk();
     const prefix = `OpenFGA ${operation} failed`;
+    if (error instanceof CircuitOpenError) {
+      return new OpenFgaError(
+        `${prefix}: OpenFGA at ${safeUrl} is unreachable (not retried until the cool-down passes)`,
+        undefined,
+        'unreachable',
+      );
+    }
     if (error instanceof FgaApiNotFoundError) {
       return new OpenFgaError(
         error.apiErrorCode === NotFoundErrorCode.StoreIdNotFound

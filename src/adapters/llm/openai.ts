@@ -6,6 +6,7 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { CommonErrorCode, InternalError, RateLimitError, ServiceUnavailableError } from '../../errors.js';
+import { type CircuitBreaker, CircuitOpenError } from '../breaker/breaker.js';
 import { openAiLlmHealthCheck } from './health.js';
 import { abortError, collectCompletion, throwIfAborted } from './stream.js';
 import type {
@@ -54,7 +55,18 @@ const DEFAULT_RETRY_AFTER_SECONDS = 30;
  * ServiceUnavailableError; a request the provider refuses (4xx) → InternalError; the caller's abort → the
  * AbortError itself.
  */
-export function createOpenAiLlm(config: OpenAiLlmConfig): LlmProvider {
+/**
+ * Whether a request failed for lack of the provider (no connection, no answer in time, a 5xx after the retries),
+ * not because of the request, the key, a rate limit or the caller's abort: what opens the breaker.
+ */
+export function isLlmOutage(error: unknown): boolean {
+  if (error instanceof OpenAI.APIUserAbortError) return false;
+  if (error instanceof OpenAI.APIConnectionError) return true;
+  return error instanceof OpenAI.APIError && error.status !== undefined && error.status >= 500;
+}
+
+/** With a breaker, a provider known to be down fails each turn at once instead of after the timeout and retries. */
+export function createOpenAiLlm(config: OpenAiLlmConfig, options: { breaker?: CircuitBreaker } = {}): LlmProvider {
   const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const client = new OpenAI({
     // The client insists on a key; keyless local servers ignore the header (health.ts does the same).
@@ -64,7 +76,11 @@ export function createOpenAiLlm(config: OpenAiLlmConfig): LlmProvider {
     timeout: timeoutMs,
     maxRetries: config.maxRetries ?? DEFAULT_MAX_RETRIES,
   });
-  const stream = (request: CompletionRequest) => streamOpenAi(client, config.model, timeoutMs, request);
+  const start: StartStream = (body, requestOptions) => {
+    const create = () => client.chat.completions.create(body, requestOptions);
+    return options.breaker ? options.breaker.run(create) : create();
+  };
+  const stream = (request: CompletionRequest) => streamOpenAi(start, config.model, timeoutMs, request);
   return {
     provider: 'openai',
     model: config.model,
@@ -81,8 +97,14 @@ interface CallFragments {
   args: string;
 }
 
+/** Sends one streaming chat-completion request. */
+type StartStream = (
+  body: ChatCompletionCreateParamsStreaming,
+  options: { signal: AbortSignal },
+) => Promise<AsyncIterable<ChatCompletionChunk>>;
+
 async function* streamOpenAi(
-  client: OpenAI,
+  start: StartStream,
   model: string,
   timeoutMs: number,
   request: CompletionRequest,
@@ -102,9 +124,7 @@ async function* streamOpenAi(
   try {
     let chunks: AsyncIterator<ChatCompletionChunk>;
     try {
-      const response = await client.chat.completions.create(toRequestBody(model, request), {
-        signal: controller.signal,
-      });
+      const response = await start(toRequestBody(model, request), { signal: controller.signal });
       chunks = response[Symbol.asyncIterator]();
     } catch (error) {
       throw toServiceError(error, signal, timeoutMs);
@@ -241,6 +261,7 @@ function toFinishReason(reason: ChatCompletionChunk.Choice['finish_reason'], has
 function toServiceError(error: unknown, signal: AbortSignal | undefined, timeoutMs: number): Error {
   // However the client reported it, a request the caller aborted ends in the caller's AbortError.
   if (signal?.aborted) return abortError(signal);
+  if (error instanceof CircuitOpenError) return error;
   if (error instanceof OpenAI.AuthenticationError || error instanceof OpenAI.PermissionDeniedError) {
     return new ServiceUnavailableError('LLM provider rejected the API key', {
       code: CommonErrorCode.ServiceUnavailable,

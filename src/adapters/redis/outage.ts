@@ -1,5 +1,6 @@
 import { CommonErrorCode, ServiceUnavailableError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
+import { CircuitBreaker } from '../breaker/breaker.js';
 
 /** How long callers are told to wait before retrying while Redis is unreachable. */
 export const RETRY_AFTER_SECONDS = 5;
@@ -15,8 +16,6 @@ export class RedisUnavailableError extends ServiceUnavailableError {
   }
 }
 
-const redisUnavailable = (cause?: unknown) => new RedisUnavailableError(cause);
-
 /** A Redis command error that says something about the data (a bug), not about reaching the server. */
 function isReplyError(error: unknown): boolean {
   return error instanceof Error && error.name === 'ReplyError';
@@ -30,21 +29,27 @@ export interface OutageOptions {
 }
 
 /**
- * Knows whether Redis is reachable, from the calls made to it: a circuit breaker. A call that fails for lack of a
- * server opens it; while open, calls fail at once (no request piles up behind a dead or hung server) until the
- * cool-down passes and one call is let through to try again. `since` tells how long the outage has lasted, for the
- * stores that may stand in for Redis for a while.
+ * Knows whether Redis is reachable, from the calls made to it: the breaker every Redis call goes through. Any
+ * failure to reach Redis, or the breaker being open, is a `RedisUnavailableError` (503), which the stores that may
+ * stand in for Redis for a while (`withinGrace`) recognise.
  */
 export class RedisOutage {
-  #since: number | undefined;
-  #retryAt = 0;
-  #reached = false;
+  readonly #breaker: CircuitBreaker;
 
-  constructor(private readonly options: OutageOptions) {}
+  constructor(private readonly options: OutageOptions) {
+    this.#breaker = new CircuitBreaker({
+      dependency: 'session store',
+      now: options.now,
+      logger: options.logger,
+      isOutage: (error) => !isReplyError(error),
+      cooldownMs: options.cooldownMs ?? 1_000,
+      retryAfterSeconds: RETRY_AFTER_SECONDS,
+    });
+  }
 
   /** When the current outage began (epoch ms), or undefined while Redis answers. */
   get since(): number | undefined {
-    return this.#since;
+    return this.#breaker.since;
   }
 
   /**
@@ -52,29 +57,17 @@ export class RedisOutage {
    * that never reached it has nothing to stand in with).
    */
   withinGrace(graceMs: number): boolean {
-    return this.#reached && this.#since !== undefined && this.options.now() - this.#since < graceMs;
+    const since = this.#breaker.since;
+    return this.#breaker.reached && since !== undefined && this.options.now() - since < graceMs;
   }
 
-  /** Runs a Redis call; a failure to reach Redis becomes `redisUnavailable()` (503). */
+  /** Runs a Redis call; a failure to reach Redis becomes a `RedisUnavailableError` (503). */
   async run<T>(call: () => Promise<T>): Promise<T> {
-    const now = this.options.now();
-    if (this.#since !== undefined && now < this.#retryAt) throw redisUnavailable();
     try {
-      const result = await call();
-      this.#reached = true;
-      if (this.#since !== undefined) {
-        this.options.logger.info({ outage_ms: now - this.#since }, 'redis reachable again');
-        this.#since = undefined;
-      }
-      return result;
+      return await this.#breaker.run(call);
     } catch (error) {
       if (isReplyError(error)) throw error;
-      if (this.#since === undefined) {
-        this.#since = now;
-        this.options.logger.warn({ err: error }, 'redis unreachable: degrading');
-      }
-      this.#retryAt = now + (this.options.cooldownMs ?? 1_000);
-      throw redisUnavailable(error);
+      throw new RedisUnavailableError(error);
     }
   }
 }
