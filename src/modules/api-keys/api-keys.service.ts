@@ -99,9 +99,8 @@ export class ApiKeysService {
 
   /** A new value under the same key_id; the old value, and tokens exchanged for it, stop working at once. */
   async rotate(userId: string, keyId: string, client: ClientInfo): Promise<{ key_id: string; new_api_key: string }> {
-    const row = await this.#owned(userId, keyId);
     const key = `${KEY_PREFIX}${base62(48)}`;
-    await store.updateKey(this.deps.db.kysely, row.id, { key_hash: hashSecret(key), generation: row.generation + 1 });
+    const row = await this.#advance(userId, keyId, hashSecret(key));
     await this.#audit('api_key.rotated', userId, row, client);
     return { key_id: row.id, new_api_key: key };
   }
@@ -184,6 +183,20 @@ export class ApiKeysService {
       userAgent: client.userAgent,
       details: { key_id: row.id, ...(type === 'api_key.rotated' && { generation: row.generation + 1 }) },
     });
+  }
+
+  /**
+   * Moves the key to its next generation under `keyHash`, answering the row as it was just before. Two rotations
+   * that read the same generation must not both write the next one: the later would overwrite the earlier's value
+   * without a new generation, so tokens exchanged for the lost value would stay live. The write therefore applies
+   * only while the generation is still the one read; a rotation that finds it moved reads the key again and goes
+   * after the other (or finds it deleted: 404). Each retry means another rotation got through, so this ends.
+   */
+  async #advance(userId: string, keyId: string, keyHash: string): Promise<KeyRow> {
+    for (;;) {
+      const row = await this.#owned(userId, keyId);
+      if (await store.advanceGeneration(this.deps.db.kysely, row.id, row.generation, keyHash)) return row;
+    }
   }
 
   /** Another user's key is reported as missing: its existence is not theirs to learn. */

@@ -36,6 +36,22 @@ export async function updateKey(db: Executor, id: string, changes: Updateable<Ap
   await db.updateTable('api_keys').set(changes).where('id', '=', id).execute();
 }
 
+/** Gives the key a new hash and the next generation if it is still at `generation`; false when it is not (or gone). */
+export async function advanceGeneration(
+  db: Executor,
+  id: string,
+  generation: number,
+  keyHash: string,
+): Promise<boolean> {
+  const result = await db
+    .updateTable('api_keys')
+    .set({ key_hash: keyHash, generation: generation + 1 })
+    .where('id', '=', id)
+    .where('generation', '=', generation)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) === 1;
+}
+
 export async function deleteKey(db: Executor, id: string): Promise<boolean> {
   const result = await db.deleteFrom('api_keys').where('id', '=', id).executeTakeFirst();
   return Number(result.numDeletedRows) === 1;

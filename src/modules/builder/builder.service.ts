@@ -278,7 +278,9 @@ export class BuilderService {
       .transaction()
       .execute((trx) => appendVersion(trx, version, workflow.name, workflow.tags, expected));
     if (!saved) {
-      const current = (await findWorkflow(this.deps.db, row.id))?.current_version ?? expected;
+      const current = (await findWorkflow(this.deps.db, row.id))?.current_version;
+      // Deleted since it was read: there is nothing left to save to, and no version to retry on.
+      if (current === undefined) throw workflowNotFound(row.id);
       // Without a base version, last write wins: a concurrent save only moves the base.
       if (basedOn === undefined)
         return this.#save(caller, { ...row, current_version: current }, workflow, source, restoredFrom);

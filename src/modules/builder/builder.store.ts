@@ -103,11 +103,17 @@ export async function listWorkflows(
   return { rows, total: Number(count.n) };
 }
 
+/**
+ * Deletes the workflow's row first, so that a deletion locks the row before its versions and tags, in the order a
+ * save (appendVersion) does: the other way round, a save holding the row and a deletion holding its tags would wait
+ * on each other (a deadlock on PostgreSQL). The foreign keys cascade to the rest; the deletes after are for a
+ * database that does not enforce them.
+ */
 export async function deleteWorkflow(db: Executor, id: string): Promise<void> {
+  await db.deleteFrom('workflows').where('id', '=', id).execute();
   await db.deleteFrom('workflow_runs').where('workflow_id', '=', id).execute();
   await db.deleteFrom('workflow_versions').where('workflow_id', '=', id).execute();
   await db.deleteFrom('workflow_tags').where('workflow_id', '=', id).execute();
-  await db.deleteFrom('workflows').where('id', '=', id).execute();
 }
 
 export function workflowIdsOwnedBy(db: Executor, owner: string): Promise<string[]> {

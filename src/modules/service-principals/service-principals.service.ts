@@ -187,23 +187,31 @@ export class ServicePrincipalsService {
    * with it follow it.
    */
   async rotateSecret(owner: UserCaller, id: string, graceHours: number, client: ClientInfo): Promise<string> {
-    const row = await this.#owned(owner, id);
     const secret = `${SECRET_PREFIX}${base62(48)}`;
-    const now = this.now();
-    await this.deps.db
-      .updateTable('service_principals')
-      .set({
-        secret_hash: hashSecret(secret),
-        secret_generation: row.secret_generation + 1,
-        previous_secret_hash: graceHours > 0 ? row.secret_hash : null,
-        previous_secret_expires_at:
-          graceHours > 0 ? new Date(now.getTime() + graceHours * 3_600_000).toISOString() : null,
-        updated_at: now.toISOString(),
-      })
-      .where('id', '=', row.id)
-      .execute();
-    await this.#audit('service_principal.secret_rotated', owner, row, client, { grace_period_hours: graceHours });
-    return secret;
+    // Two rotations that read the same generation must not both write the next: the later would overwrite the
+    // earlier's secret without a new generation, leaving tokens issued for the lost secret live. The write applies
+    // only while the generation is the one read; otherwise the principal is read again (each retry means another
+    // rotation got through, so this ends).
+    for (;;) {
+      const row = await this.#owned(owner, id);
+      const now = this.now();
+      const result = await this.deps.db
+        .updateTable('service_principals')
+        .set({
+          secret_hash: hashSecret(secret),
+          secret_generation: row.secret_generation + 1,
+          previous_secret_hash: graceHours > 0 ? row.secret_hash : null,
+          previous_secret_expires_at:
+            graceHours > 0 ? new Date(now.getTime() + graceHours * 3_600_000).toISOString() : null,
+          updated_at: now.toISOString(),
+        })
+        .where('id', '=', row.id)
+        .where('secret_generation', '=', row.secret_generation)
+        .executeTakeFirst();
+      if (Number(result.numUpdatedRows) !== 1) continue;
+      await this.#audit('service_principal.secret_rotated', owner, row, client, { grace_period_hours: graceHours });
+      return secret;
+    }
   }
 
   async associateUser(
