@@ -39,9 +39,10 @@ function pathOf(req: IncomingMessage): string {
 
 /** Where the log line of a finished request goes: probes and scrapes only when debugging, failures louder. */
 function levelOf(req: IncomingMessage, res: ServerResponse): 'error' | 'warn' | 'info' | 'debug' {
+  // Probes and scrapes arrive every few seconds; they are only worth a line when debugging. A probe's 503 is its
+  // answer (not ready: starting, stopping, a dependency away), not a failure of the request.
+  if (QUIET_PATHS.test(pathOf(req))) return res.statusCode === 503 ? 'warn' : res.statusCode >= 500 ? 'error' : 'debug';
   if (res.statusCode >= 500) return 'error';
-  // Probes and scrapes arrive every few seconds; they are only worth a line when debugging.
-  if (QUIET_PATHS.test(pathOf(req))) return 'debug';
   return res.statusCode >= 400 ? 'warn' : 'info';
 }
 

@@ -219,6 +219,9 @@ describe('SIGTERM under load', () => {
 
     const fates = [...quickFates, ...late];
     expect(fates.filter((f) => f.problem !== undefined)).toEqual([]);
+    // Idle keep-alive connections linger a moment after the signal: a request already sent on one is answered, not
+    // cut unread, so no client needs to retry.
+    expect(fates.map((f) => f.resets)).toEqual(fates.map(() => 0));
     const statuses = [...fates.map((f) => f.outcome), ...heldOutcomes].map((o) => o.status);
     expect(statuses).not.toContain(500);
     // The load did straddle the signal: some quick requests were answered, some found the door closed.
@@ -229,9 +232,11 @@ describe('SIGTERM under load', () => {
     heldAgent.destroy();
     expect(await serving.exited).toBe(0);
     expect(serving.lines.map((l) => l.msg)).toContain('stopped');
-    // Nothing failed inside the service either (pino: 50 is error, 60 fatal). A request answered 5xx is logged at
-    // error level, and the readiness probe's 503 during the drain is one: the only such line allowed.
-    const failures = serving.lines.filter((l) => Number(l.level) >= 50);
-    expect(failures).toEqual([expect.objectContaining({ url: '/health/ready', res: { statusCode: 503 } })]);
+    // Nothing failed inside the service either (pino: 50 is error, 60 fatal). The readiness probe's 503 during the
+    // drain is the probe's answer, not a failure: a warning.
+    expect(serving.lines.filter((l) => Number(l.level) >= 50)).toEqual([]);
+    expect(serving.lines).toContainEqual(
+      expect.objectContaining({ level: 40, url: '/health/ready', res: { statusCode: 503 } }),
+    );
   }, 60_000);
 });
