@@ -46,8 +46,12 @@ export interface App extends Base {
    * `listen: false` (the stdio command) nothing is bound.
    */
   start(options?: { listen?: boolean }): Promise<void>;
-  /** Stops accepting, drains in-flight requests and streams, closes connections. Idempotent. */
-  close(): Promise<void>;
+  /**
+   * Stops accepting, drains in-flight requests and streams, closes connections. Idempotent. `idleLingerMs` keeps
+   * idle keep-alive connections that long, to answer a request a client already sent on one (a signal-driven
+   * shutdown behind a load balancer); by default they are closed at once.
+   */
+  close(options?: { idleLingerMs?: number }): Promise<void>;
   /** Base URL of a bound listener (`http://127.0.0.1:8000`). */
   url(listener: ListenerName): string;
   /** Every route each listener serves through the registry (the OpenAPI document is built from these). */
@@ -174,11 +178,13 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
       lifecycle.markRunning();
       logger.info({ instance: services.system.installation()?.instanceId }, 'service started');
     },
-    close() {
+    close(options = {}) {
       closing ??= (async () => {
         lifecycle.beginStop();
         logger.info('shutting down');
-        await Promise.all([...http.listeners.values()].map((l) => l.close(config.shutdownTimeoutMs)));
+        await Promise.all(
+          [...http.listeners.values()].map((l) => l.close(config.shutdownTimeoutMs, options.idleLingerMs)),
+        );
         // Start-up still running (stopped during start): let it finish with the database before closing it.
         await starting?.catch(() => undefined);
         await health.stop?.();

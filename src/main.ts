@@ -13,6 +13,9 @@ import { type Caller, CallerErrorCode, userCaller } from './ports/caller.js';
 import { serveStdio } from '../transports/stdio.js';
 import { SERVICE_NAME, SERVICE_VERSION } from './version.js';
 
+/** How long idle keep-alive connections may still bring a request once a signal starts shutdown. */
+const SIGNAL_IDLE_LINGER_MS = 1_000;
+
 /** sysexits(3): a usage error and a configuration error are told apart from a crash. */
 const EXIT = { ok: 0, failure: 1, usage: 64, config: 78 } as const;
 
@@ -47,7 +50,8 @@ async function serve(config: Config): Promise<void> {
     app.logger.info({ signal }, 'signal received');
     // If draining hangs past its budget, exit anyway rather than ignore the orchestrator.
     setTimeout(() => process.exit(EXIT.failure), config.shutdownTimeoutMs + 5_000).unref();
-    app.close().then(
+    // Behind a load balancer a client may have sent a request on a kept-alive connection just now: answer it.
+    app.close({ idleLingerMs: SIGNAL_IDLE_LINGER_MS }).then(
       () => process.exit(EXIT.ok),
       (err: unknown) => {
         app.logger.error({ err }, 'shutdown failed');

@@ -13,9 +13,6 @@ import { type RouteGroup, mountRoutes } from './route.js';
 
 export type ListenerName = 'main' | 'playground' | 'builder';
 
-/** How long an idle keep-alive connection may still bring a request once shutdown begins. */
-const IDLE_LINGER_MS = 1_000;
-
 export interface ListenerAppOptions {
   name: ListenerName;
   logger: Logger;
@@ -154,17 +151,17 @@ export class HttpListener {
 
   /**
    * Stops accepting connections, lets in-flight requests finish, and after `graceMs` cuts whatever is left
-   * (a client that never finishes must not keep the process alive). Idle keep-alive connections are kept for a
-   * moment first: a request a client already sent on one is answered (with `Connection: close`) instead of being
-   * cut unread, which a client that does not retry would see as a reset.
+   * (a client that never finishes must not keep the process alive). Idle keep-alive connections are kept for
+   * `idleLingerMs` first: a request a client already sent on one is answered (with `Connection: close`) instead of
+   * being cut unread, which a client that does not retry would see as a reset.
    */
-  async close(graceMs: number): Promise<void> {
+  async close(graceMs: number, idleLingerMs = 0): Promise<void> {
     if (!this.server.listening) return;
     this.#draining = true;
     for (const res of this.#inFlight) HttpListener.#closeAfter(res);
     // net.Server's close stops the listening socket only; http.Server's would also cut idle connections at once.
     const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(this.server, () => resolve()));
-    const linger = setTimeout(() => this.server.closeIdleConnections(), Math.min(IDLE_LINGER_MS, graceMs));
+    const linger = setTimeout(() => this.server.closeIdleConnections(), Math.min(idleLingerMs, graceMs));
     const timer = setTimeout(() => this.server.closeAllConnections(), graceMs);
     try {
       await closed;
