@@ -27,14 +27,20 @@ export interface PublishedWorkflows {
   subscribe(listener: (change: PublishedChange) => void): () => void;
 }
 
-const INPUT = z.object({
+/** The arguments of every published workflow's tool. */
+export const PUBLISHED_INPUT = z.object({
   input: z.string().max(20_000).default('').describe('What the run starts from (its first message)'),
 });
 const INPUT_SCHEMA = (() => {
-  const { $schema: _, ...schema } = z.toJSONSchema(INPUT, { io: 'input' }) as Record<string, unknown>;
+  const { $schema: _, ...schema } = z.toJSONSchema(PUBLISHED_INPUT, { io: 'input' }) as Record<string, unknown>;
   return schema as Tool['inputSchema'];
 })();
-const ANNOTATIONS = { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true };
+export const PUBLISHED_ANNOTATIONS = {
+  readOnlyHint: false,
+  destructiveHint: false,
+  idempotentHint: false,
+  openWorldHint: true,
+};
 
 /** A published workflow as `tools/list` shows it. */
 export function describePublished(workflow: PublishedWorkflow): Tool {
@@ -43,7 +49,7 @@ export function describePublished(workflow: PublishedWorkflow): Tool {
     title: workflow.title,
     description: workflow.description,
     inputSchema: INPUT_SCHEMA,
-    annotations: { title: workflow.title, ...ANNOTATIONS },
+    annotations: { title: workflow.title, ...PUBLISHED_ANNOTATIONS },
   };
 }
 
@@ -51,6 +57,18 @@ const notFound = (name: string): CallToolResult => ({
   content: [{ type: 'text', text: `Tool ${name} not found` }],
   isError: true,
 });
+
+/** Runs a published workflow for the caller; someone who may not run it is answered as for a tool that does not exist. */
+export async function callPublished(
+  published: PublishedWorkflows,
+  workflow: PublishedWorkflow,
+  input: string,
+  caller: Caller | undefined,
+  signal: AbortSignal,
+): Promise<CallToolResult> {
+  if (!caller || !(await published.runnableBy(caller)).has(workflow.workflowId)) return notFound(workflow.toolName);
+  return published.run(caller, workflow.workflowId, input, signal);
+}
 
 /**
  * Offers every published workflow on this server as a tool, and keeps the offer current while the server is open.
@@ -66,13 +84,13 @@ export function registerPublishedWorkflows(
     registered.get(workflow.toolName)?.remove();
     const tool = server.registerTool(
       workflow.toolName,
-      { title: workflow.title, description: workflow.description, inputSchema: INPUT, annotations: ANNOTATIONS },
-      async ({ input }, extra) => {
-        const caller = callerOf(extra);
-        if (!caller || !(await published.runnableBy(caller)).has(workflow.workflowId))
-          return notFound(workflow.toolName);
-        return published.run(caller, workflow.workflowId, input, extra.signal);
+      {
+        title: workflow.title,
+        description: workflow.description,
+        inputSchema: PUBLISHED_INPUT,
+        annotations: PUBLISHED_ANNOTATIONS,
       },
+      ({ input }, extra) => callPublished(published, workflow, input, callerOf(extra), extra.signal),
     );
     registered.set(workflow.toolName, tool);
   };

@@ -1,0 +1,295 @@
+import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
+import { z } from 'zod';
+import { CommonErrorCode, InternalError, UnauthorizedError, toAppError } from '../errors.js';
+import { type Caller, CallerErrorCode } from '../ports/caller.js';
+import { subjectOf } from '../ports/subjects.js';
+import type { ConversationsService } from '../modules/conversations/index.js';
+import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
+import type { McpPolicy } from './policy.js';
+import { type PublishedWorkflows, describePublished } from './published.js';
+import { type LogLevel, type ToolDefinition, type ToolExecutor, objectSchema, refusalResult } from './tools.js';
+import type { ToolRefusal } from './tools.js';
+
+/**
+ * What the service offers over MCP, whichever protocol revision a client speaks: its tools, resources and prompts,
+ * each defined once here. The 2025-era server (`server.ts`, on `@modelcontextprotocol/sdk`) and the 2026-07-28
+ * server (`modern.ts`, on `@modelcontextprotocol/server`) only register these on their SDK's server, so the two
+ * eras cannot drift apart: the same executor (and so the same policy point, limits, metrics and audit) runs every
+ * tool call.
+ */
+
+export const SERVER_INFO = { name: SERVICE_NAME, version: SERVICE_VERSION, title: 'Agent Service' };
+
+/** What every wire advertises (the spec's initialize response). */
+export const SERVER_CAPABILITIES = {
+  logging: {},
+  tools: { listChanged: true },
+  resources: { subscribe: false, listChanged: true },
+  prompts: { listChanged: true },
+};
+
+export const INSTRUCTIONS =
+  'Agent Service: chat with an LLM agent (chat, agent_chat), search (search_web) and read your past conversations ' +
+  '(conversation_get, conversation_search, and the conversation:// resources).';
+
+export interface McpServerDeps {
+  executor: ToolExecutor;
+  policy: McpPolicy;
+  conversations: ConversationsService;
+  /** Server information resource contents (transports, provider names). */
+  describe: () => Record<string, unknown>;
+  /** Workflows published as tools of their own (the builder's; none without it). */
+  published?: PublishedWorkflows;
+}
+
+/**
+ * A protocol-level error for the client (a resource that does not exist, an invalid prompt argument): each era
+ * throws it as its SDK's own error type with this code, message and data.
+ */
+export class CatalogError extends Error {
+  constructor(
+    readonly code: number,
+    message: string,
+    readonly data?: unknown,
+  ) {
+    super(message);
+    this.name = 'CatalogError';
+  }
+}
+
+/** The MCP specification's error codes used here. */
+export const RESOURCE_NOT_FOUND = -32002;
+const INVALID_PARAMS = -32602;
+
+/** JSON-RPC error data of a prompt argument naming nothing the caller may see; REST-style callers get a 404. */
+export const NOT_FOUND_DATA = { status: 404 } as const;
+
+export const UNAUTHENTICATED_RESULT: CallToolResult = {
+  content: [{ type: 'text', text: 'Authentication required' }],
+  isError: true,
+};
+
+/**
+ * A request without a caller: every transport sets one, so only a wiring mistake gets here. The SDK answers this,
+ * like any error whose `code` is not a JSON-RPC number (an AppError's is a string), with -32603 and the message.
+ */
+export function unauthenticated(): UnauthorizedError {
+  return new UnauthorizedError('Authentication required', { code: CallerErrorCode.InvalidToken });
+}
+
+/** A failure whose details stay here: the client reads "Internal error". */
+function internal(cause: unknown): InternalError {
+  return new InternalError('Internal error', { code: CommonErrorCode.Internal, cause });
+}
+
+const described = new WeakMap<ToolDefinition, Tool>();
+
+/**
+ * A tool as `tools/list` shows it: schemas from the same zod shapes that validate the arguments. Converting them
+ * costs far more than the rest of a listing, and they never change, so each tool is described once.
+ */
+function describeTool(tool: ToolDefinition): Tool {
+  const known = described.get(tool);
+  if (known) return known;
+  const schema = (shape: z.ZodRawShape) => {
+    const { $schema: _, ...json } = z.toJSONSchema(objectSchema(shape), { io: 'input' }) as Record<string, unknown>;
+    return json as Tool['inputSchema'];
+  };
+  const tool_: Tool = {
+    name: tool.name,
+    title: tool.title,
+    description: tool.description,
+    inputSchema: schema(tool.inputSchema),
+    ...(tool.outputSchema && { outputSchema: schema(tool.outputSchema) }),
+    annotations: { title: tool.title, ...tool.annotations },
+  };
+  described.set(tool, tool_);
+  return tool_;
+}
+
+/** The tools this caller may see: the service's own, then the published workflows it may run. */
+export async function listTools(deps: McpServerDeps, caller: Caller | undefined): Promise<Tool[]> {
+  if (!caller) return [];
+  const names = deps.executor.tools.map((t) => t.name);
+  const visible = new Set(await deps.policy.visibleTools(caller, names));
+  const tools = deps.executor.tools.filter((t) => visible.has(t.name)).map(describeTool);
+  if (!deps.published) return tools;
+  const runnable = await deps.published.runnableBy(caller);
+  const published = deps.published.list().filter((w) => runnable.has(w.workflowId));
+  return [...tools, ...published.map(describePublished)];
+}
+
+/**
+ * Runs one of the service's tools for the caller through the executor (the policy point). A refused call is a
+ * tool error; `onRefusal` hears of it besides, for wires that render refusals themselves.
+ */
+export async function callTool(
+  deps: McpServerDeps,
+  tool: ToolDefinition,
+  args: unknown,
+  caller: Caller | undefined,
+  context: {
+    signal: AbortSignal;
+    log: (level: LogLevel, data: unknown) => Promise<void>;
+    onRefusal?: (refusal: ToolRefusal) => void;
+  },
+): Promise<CallToolResult> {
+  if (!caller) return UNAUTHENTICATED_RESULT;
+  const outcome = await deps.executor.run(tool, args, caller, { signal: context.signal, log: context.log });
+  if (outcome.kind === 'completed') return outcome.result;
+  context.onRefusal?.(outcome);
+  return refusalResult(outcome);
+}
+
+/** The `agent-service://server` resource: this server, its version, capabilities, tools and transports. */
+export const SERVER_INFO_RESOURCE = {
+  name: 'server-info',
+  uri: 'agent-service://server',
+  metadata: {
+    title: 'Server information',
+    description: 'This server: version, capabilities, tools and transports',
+    mimeType: 'application/json',
+  },
+  read(deps: McpServerDeps, uri: string) {
+    const info = { ...SERVER_INFO, capabilities: SERVER_CAPABILITIES, ...deps.describe() };
+    return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(info, null, 2) }] };
+  },
+};
+
+/** The `conversation://{conversation_id}` resources: the caller's own conversations. */
+export const CONVERSATION_RESOURCE = {
+  name: 'conversation',
+  template: 'conversation://{conversation_id}',
+  metadata: {
+    title: 'Conversation',
+    description: 'One of your conversations with its messages',
+    mimeType: 'application/json',
+  },
+
+  /** The caller's conversations, most recent first. */
+  async list(deps: McpServerDeps, caller: Caller | undefined) {
+    if (!caller) return { resources: [] };
+    const conversations = await deps.conversations.list(subjectOf(caller), { offset: 0, limit: 100 });
+    return {
+      resources: conversations.map((c) => ({
+        uri: `conversation://${c.id}`,
+        name: c.title,
+        description: `${c.messageCount} messages, last active ${c.updatedAt}`,
+        mimeType: 'application/json',
+      })),
+    };
+  },
+
+  async read(deps: McpServerDeps, uri: string, id: string, caller: Caller | undefined) {
+    if (!caller) throw unauthenticated();
+    try {
+      const conversation = await deps.conversations.access(subjectOf(caller), id);
+      const messages = await deps.conversations.messages(id);
+      const body = {
+        conversation_id: conversation.id,
+        title: conversation.title,
+        created_at: conversation.createdAt,
+        messages: messages.map((m) => ({ role: m.role, content: m.content, timestamp: m.createdAt })),
+      };
+      return { contents: [{ uri, mimeType: 'application/json', text: JSON.stringify(body, null, 2) }] };
+    } catch (error) {
+      const appError = toAppError(error);
+      // What the caller may not see does not exist for them: the MCP "resource not found" error.
+      if (appError.status === 404 || appError.status === 403) {
+        throw new CatalogError(RESOURCE_NOT_FOUND, appError.message, { uri });
+      }
+      throw appError.expose ? appError : internal(error);
+    }
+  },
+};
+
+/**
+ * A prompt argument the caller got wrong (a conversation that does not exist or is not theirs) is invalid params,
+ * -32602, not an internal error; anything else stays internal and keeps its details to itself.
+ */
+function promptArgumentError(thrown: unknown): CatalogError | InternalError {
+  const error = toAppError(thrown);
+  if (error.status >= 500 || !error.expose) return internal(thrown);
+  return new CatalogError(INVALID_PARAMS, error.message, error.status === 404 ? NOT_FOUND_DATA : undefined);
+}
+
+export type PromptResult = {
+  description: string;
+  messages: { role: 'user'; content: { type: 'text'; text: string } }[];
+};
+
+const userText = (description: string, text: string): PromptResult => ({
+  description,
+  messages: [{ role: 'user', content: { type: 'text', text } }],
+});
+
+/** Built once: every server registers the prompts. */
+const SUMMARIZE_ARGS = z.object({
+  conversation_id: z.string().min(1).max(64).describe('The conversation to summarize'),
+});
+const RESEARCH_ARGS = z.object({
+  topic: z.string().min(1).max(500).describe('What to research'),
+  depth: z.enum(['brief', 'thorough']).optional().describe('brief (default) or thorough'),
+});
+
+/** A prompt, defined once for every era: arguments validated by `argsSchema`, then `get` builds the messages. */
+export interface PromptDefinition {
+  name: string;
+  title: string;
+  description: string;
+  argsSchema: z.ZodObject;
+  get(deps: McpServerDeps, args: unknown, caller: Caller | undefined): Promise<PromptResult>;
+}
+
+/** Keeps a prompt's `get` typed by its own schema. */
+function definePrompt<S extends z.ZodObject>(prompt: {
+  name: string;
+  title: string;
+  description: string;
+  argsSchema: S;
+  get(deps: McpServerDeps, args: z.output<S>, caller: Caller | undefined): Promise<PromptResult>;
+}): PromptDefinition {
+  return prompt;
+}
+
+export const PROMPTS: PromptDefinition[] = [
+  definePrompt({
+    name: 'summarize_conversation',
+    title: 'Summarize a conversation',
+    description: 'A request to summarize one of your conversations, with its transcript',
+    argsSchema: SUMMARIZE_ARGS,
+    async get(deps, args, caller) {
+      if (!caller) throw unauthenticated();
+      const conversation = await deps.conversations
+        .access(subjectOf(caller), args.conversation_id)
+        .catch((error: unknown) => {
+          throw promptArgumentError(error);
+        });
+      const transcript = (await deps.conversations.messages(conversation.id))
+        .filter((m) => m.role === 'user' || m.role === 'assistant')
+        .map((m) => `${m.role}: ${m.content}`)
+        .join('\n');
+      return userText(
+        `Summarize "${conversation.title}"`,
+        `Summarize this conversation in a few sentences, then list any open questions.\n\n${transcript}`,
+      );
+    },
+  }),
+  definePrompt({
+    name: 'research_topic',
+    title: 'Research a topic',
+    description: 'Ask the agent to research a topic with its search tool and report with sources',
+    argsSchema: RESEARCH_ARGS,
+    get(_deps, args) {
+      return Promise.resolve(
+        userText(
+          `Research ${args.topic}`,
+          `Research "${args.topic}" using search_web. ` +
+            (args.depth === 'thorough'
+              ? 'Search several angles, compare the sources and report in detail, citing every source.'
+              : 'Give a brief answer in a few sentences and cite your sources.'),
+        ),
+      );
+    },
+  }),
+];
