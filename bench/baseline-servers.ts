@@ -11,7 +11,10 @@ export interface Baseline {
 const ENV = () => ({ PATH: process.env.PATH, HOME: process.env.HOME });
 
 /** Starts one of bench/baselines/*.ts (transpiled) in its own child and waits for the port it announces. */
-export async function startBaseline(name: 'raw-http' | 'express-hello' | 'bare-mcp', logDir: string) {
+export async function startBaseline(
+  name: 'raw-http' | 'express-hello' | 'bare-mcp' | 'bare-mcp-modern',
+  logDir: string,
+) {
   const child = spawnNode(name, { args: [baselineScript(name)], env: ENV(), logFile: join(logDir, `${name}.log`) });
   const { port } = await child.message<{ port: number }>('listening');
   return { child, url: `http://127.0.0.1:${port}` } satisfies Baseline;

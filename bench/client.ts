@@ -94,11 +94,13 @@ export async function checkToolCall(
   headers: Record<string, string>,
   name: string,
   args: Record<string, unknown>,
+  /** The 2026-07-28 revision's per-request `_meta` envelope, for a modern request. */
+  envelope?: Record<string, unknown>,
 ): Promise<void> {
   const { text } = await expectOk(`tools/call ${name}`, mcpUrl, {
     method: 'POST',
     headers: { ...headers, ...JSON_HEADERS, Accept: MCP_ACCEPT },
-    body: rpc(1, 'tools/call', { name, arguments: args }),
+    body: rpc(1, 'tools/call', { name, arguments: args, ...(envelope && { _meta: envelope }) }),
   });
   const answer = rpcMessages(text).find((m) => m.id === 1);
   const result = answer?.result as { isError?: boolean } | undefined;

@@ -63,6 +63,8 @@ export interface Context {
   raw: Baseline;
   express: Baseline;
   bareMcp: Baseline;
+  /** The 2026-07-28 revision served by the SDK's own `createMcpHandler`. */
+  bareMcpModern: Baseline;
   /** Progress lines (stderr, so that the table on stdout stays clean). */
   log: (line: string) => void;
 }

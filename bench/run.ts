@@ -78,12 +78,22 @@ async function main(): Promise<void> {
       }\n${settings.rounds} interleaved rounds of ${settings.seconds} s per target (median), keep-alive, loopback; ` +
       `logs and databases in ${tmp}\n`,
   );
-  const [raw, express, bareMcp]: Baseline[] = await Promise.all([
+  const [raw, express, bareMcp, bareMcpModern]: Baseline[] = await Promise.all([
     startBaseline('raw-http', tmp),
     startBaseline('express-hello', tmp),
     startBaseline('bare-mcp', tmp),
+    startBaseline('bare-mcp-modern', tmp),
   ]);
-  const ctx: Context = { settings, tmp, logDir: tmp, raw: raw!, express: express!, bareMcp: bareMcp!, log };
+  const ctx: Context = {
+    settings,
+    tmp,
+    logDir: tmp,
+    raw: raw!,
+    express: express!,
+    bareMcp: bareMcp!,
+    bareMcpModern: bareMcpModern!,
+    log,
+  };
 
   const database = await freshDatabase(tmp, 'main');
   await seedLoginUser(database, LOGIN_USER.username, LOGIN_USER.password);

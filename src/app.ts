@@ -82,7 +82,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   });
   const hosts = hostPolicy(config.host, config.publicUrl);
   // Every 401, over HTTP or on a refused WebSocket upgrade, points at the protected-resource metadata.
-  const wwwAuthenticate = `Bearer realm="agent-service", resource_metadata="${config.publicUrl}/.well-known/oauth-protected-resource/mcp"`;
+  const resourceMetadataUrl = `${config.publicUrl}/.well-known/oauth-protected-resource/mcp`;
+  const wwwAuthenticate = `Bearer realm="agent-service", resource_metadata="${resourceMetadataUrl}"`;
   const { routes: wireRoutes, ...wires } = buildMcpWires({
     config,
     core: services.mcp.core,
@@ -94,6 +95,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     resolveCaller,
     originAllowed: (origin) => hosts?.originAllowed(origin) ?? true,
     wwwAuthenticate,
+    resourceMetadataUrl,
     shared: redis ? { store: infrastructure.stores.ephemeral, broadcast: infrastructure.broadcast } : undefined,
   });
   const http = buildListeners({

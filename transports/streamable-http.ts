@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
+import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { type McpHttpHandler, createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { CommonErrorCode, ServiceUnavailableError } from '../src/errors.js';
@@ -14,6 +16,7 @@ import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { BoundedEventStore } from '../src/mcp/event-store.js';
 import { guardTransport } from '../src/mcp/guard.js';
+import { callerOfAuthInfo } from '../src/mcp/modern.js';
 import type { McpSessionDirectory, SessionRecord } from '../src/mcp/session-directory.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { authInfoFor } from '../src/mcp/server.js';
@@ -37,6 +40,8 @@ export interface StreamableHttpOptions {
   maxSessions: number;
   /** Answer every POST on its own (no session, no server-initiated stream): any instance serves any request. */
   stateless?: boolean;
+  /** The protected-resource metadata URL, named in the 2026-07-28 era's scope challenges (403 step-up). */
+  resourceMetadataUrl?: string;
   /**
    * The sessions every instance can see (shared through Redis): a session opened elsewhere is continued here, and
    * one ended anywhere is closed here. Without it, a session lives and dies with the instance that opened it.
@@ -65,8 +70,22 @@ export class StreamableHttpSessions {
   readonly #restoring = new Map<string, Promise<Session | undefined>>();
   readonly #reaper: NodeJS.Timeout;
   readonly #stopListening: () => void;
+  /** The 2026-07-28 revision: stateless, one server per request, from `@modelcontextprotocol/server`. */
+  readonly #modern: McpHttpHandler;
+  readonly #serveModern: ReturnType<typeof toNodeHandler>;
+  readonly #stopNotifying: () => void;
 
   constructor(private readonly options: StreamableHttpOptions) {
+    // 2025-era traffic never reaches it (routed by isLegacyRequest below), hence `reject`.
+    this.#modern = createMcpHandler((ctx) => options.core.createModernServer(callerOfAuthInfo(ctx.authInfo)), {
+      legacy: 'reject',
+      onerror: (err) => options.logger.debug({ err }, 'modern MCP request rejected'),
+    });
+    // Modern clients hear of changes on their `subscriptions/listen` streams.
+    this.#stopNotifying = options.core.onToolsChanged(() => this.#modern.notify.toolsChanged());
+    this.#serveModern = toNodeHandler(this.#modern, {
+      onerror: (err) => options.logger.error({ err }, 'modern MCP request failed'),
+    });
     this.#reaper = setInterval(() => void this.reapIdle(), Math.min(60_000, Math.max(1_000, options.idleMs / 2)));
     this.#reaper.unref();
     this.#stopListening = options.directory?.onEnded((id) => void this.#close(id)) ?? (() => undefined);
@@ -88,6 +107,8 @@ export class StreamableHttpSessions {
   async closeAll(): Promise<void> {
     clearInterval(this.#reaper);
     this.#stopListening();
+    this.#stopNotifying();
+    await this.#modern.close();
     await Promise.all([...this.#sessions.keys()].map((id) => this.#close(id)));
   }
 
@@ -218,6 +239,22 @@ export class StreamableHttpSessions {
     await transport.handleRequest(withAuth(req), res, req.body);
   }
 
+  /** Whether a POST speaks the 2026-07-28 revision, as the SDK's own entry would route it. */
+  async #isModern(req: Request): Promise<boolean> {
+    return !(await isLegacyRequest(await toWebRequest(req, req.body), req.body));
+  }
+
+  /** A modern request: a server of its own answers it, with the caller the route authenticated. */
+  async #answerModern(req: Request, res: Response): Promise<void> {
+    const method = (req.body as { method?: unknown } | undefined)?.method;
+    res.once('finish', () => {
+      if (typeof method === 'string')
+        this.options.core.metrics.messages.inc({ method, status: res.statusCode < 400 ? 'success' : 'error' });
+    });
+    const auth = { ...authInfoFor(callerOf(req)), resourceMetadataUrl: this.options.resourceMetadataUrl };
+    await this.#serveModern(Object.assign(req, { auth }), res, req.body);
+  }
+
   /** Connects a server to its transport and guards it. */
   async #connect(server: McpServer, transport: StreamableHTTPServerTransport): Promise<void> {
     await server.connect(transport);
@@ -280,6 +317,10 @@ export class StreamableHttpSessions {
           },
           handler: async ({ req, res }) => {
             await admit(req, res);
+            if (await this.#isModern(req)) {
+              await this.#answerModern(req, res);
+              return;
+            }
             if (this.options.stateless) {
               await this.#answerAlone(req, res);
               return;

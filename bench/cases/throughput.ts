@@ -20,12 +20,31 @@ let nextId = 1_000;
 /** Each request of a session needs its own JSON-RPC id: the SDK routes answers by id. */
 const toolCall = (tool: { name: string; arguments: unknown }) => () => rpc(nextId++, 'tools/call', tool);
 
+/** The 2026-07-28 revision: no session; every request carries its revision, client and capabilities. */
+const MODERN = '2026-07-28';
+const ENVELOPE = {
+  'io.modelcontextprotocol/protocolVersion': MODERN,
+  'io.modelcontextprotocol/clientInfo': { name: 'bench', version: '1.0.0' },
+  'io.modelcontextprotocol/clientCapabilities': {},
+};
+const modernHeaders = (tool: { name: string }) => ({
+  ...JSON_HEADERS,
+  Accept: MCP_ACCEPT,
+  'MCP-Protocol-Version': MODERN,
+  'Mcp-Method': 'tools/call',
+  'Mcp-Name': tool.name,
+});
+const modernCall = (tool: { name: string; arguments: unknown }) => () =>
+  rpc(nextId++, 'tools/call', { ...tool, _meta: ENVELOPE });
+
 export interface Credentials {
   token: string;
   apiKey: string;
 }
 
 const SECTION_MCP = 'MCP tools/call, streamable HTTP (stateful), vs bare SDK McpServer (no auth, no-op tool)';
+const SECTION_MODERN =
+  'MCP tools/call, 2026-07-28 revision (stateless), vs bare SDK createMcpHandler (no auth, no-op tool)';
 const SECTION_HTTP = 'HTTP routes vs baselines (express hello, raw node:http)';
 const SECTION_TAIL = 'Tail latency at 50 connections: p99/p50';
 
@@ -37,6 +56,7 @@ export interface ThroughputResult {
 export async function throughputCases(ctx: Context, service: Service, creds: Credentials): Promise<ThroughputResult> {
   const mcp = `${service.main}/mcp`;
   const bareMcp = `${ctx.bareMcp.url}/mcp`;
+  const bareModern = `${ctx.bareMcpModern.url}/mcp`;
   const auth = bearer(creds.token);
   const key = { 'X-API-Key': creds.apiKey };
 
@@ -53,6 +73,10 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
   await checkToolCall(mcp, bearerSession, TOOL.name, TOOL.arguments);
   await checkToolCall(mcp, keySession, TOOL.name, TOOL.arguments);
   await checkToolCall(bareMcp, bareSession, NOOP.name, NOOP.arguments);
+  const modernService = { ...auth, ...modernHeaders(TOOL) };
+  const modernBare = modernHeaders(NOOP);
+  await checkToolCall(mcp, modernService, TOOL.name, { ...TOOL.arguments }, ENVELOPE);
+  await checkToolCall(bareModern, modernBare, NOOP.name, { ...NOOP.arguments }, ENVELOPE);
 
   const restBody = JSON.stringify({ method: 'tools/call', params: TOOL });
   const restText = await checkOk('POST /mcp/tools/call', `${service.main}/mcp/tools/call`, {
@@ -112,6 +136,14 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
     bare1: { name: 'bare SDK c=1', url: bareMcp, method: 'POST', headers: bareSession, connections: 1 },
     bearer1: { name: 'service Bearer c=1', url: mcp, method: 'POST', headers: bearerSession, connections: 1 },
     key1: { name: 'service X-API-Key c=1', url: mcp, method: 'POST', headers: keySession, connections: 1 },
+    modernBare50: {
+      name: 'bare SDK 2026 c=50',
+      url: bareModern,
+      method: 'POST',
+      headers: modernBare,
+      connections: c50,
+    },
+    modern50: { name: 'service 2026 Bearer c=50', url: mcp, method: 'POST', headers: modernService, connections: c50 },
   } satisfies Record<string, Target>;
   const withBody = (target: Target, body: () => string): Target => ({ ...target, makeBody: body });
   const order: Target[] = [
@@ -129,6 +161,8 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
     withBody(targets.bare1, toolCall(NOOP)),
     withBody(targets.bearer1, toolCall(TOOL)),
     withBody(targets.key1, toolCall(TOOL)),
+    withBody(targets.modernBare50, modernCall(NOOP)),
+    withBody(targets.modern50, modernCall(TOOL)),
   ];
   ctx.log(
     `throughput: ${order.length} targets x ${ctx.settings.rounds} interleaved rounds of ${ctx.settings.seconds} s`,
@@ -142,6 +176,15 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
     throughputRow(SECTION_MCP, 'Bearer JWT, c=1', s(targets.bearer1), s(targets.bare1), 1.0),
     throughputRow(SECTION_MCP, 'X-API-Key, c=1', s(targets.key1), s(targets.bare1), 1.0),
     throughputRow(SECTION_MCP, 'bare SDK (baseline), c=50', s(targets.bare50), s(targets.bare50), null),
+    throughputRow(SECTION_MODERN, 'Bearer JWT, c=50', s(targets.modern50), s(targets.modernBare50), null),
+    throughputRow(SECTION_MODERN, 'bare SDK (baseline), c=50', s(targets.modernBare50), s(targets.modernBare50), null),
+    throughputRow(
+      SECTION_MODERN,
+      'bare SDK 2026 vs bare SDK 2025, c=50',
+      s(targets.modernBare50),
+      s(targets.bare50),
+      null,
+    ),
     throughputRow(SECTION_HTTP, 'POST /mcp/tools/call (REST) vs raw POST', s(targets.rest), s(targets.rawPost), 0.08),
     throughputRow(SECTION_HTTP, 'GET /auth/me Bearer vs express', s(targets.me), s(targets.express), 0.75),
     throughputRow(SECTION_HTTP, 'GET /health/live vs express', s(targets.live), s(targets.express), 0.9),

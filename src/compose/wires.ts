@@ -30,6 +30,8 @@ export interface WireDeps {
   originAllowed: (origin: string | undefined) => boolean;
   /** The `WWW-Authenticate` challenge of every 401 (also on a refused WebSocket upgrade). */
   wwwAuthenticate: string;
+  /** The MCP endpoint's protected-resource metadata (RFC 9728), named in every challenge. */
+  resourceMetadataUrl: string;
   /** Where the instances share streamable-HTTP sessions; without it (no Redis) sessions stay with one instance. */
   shared?: { store: EphemeralStore; broadcast: Broadcast };
 }
@@ -48,6 +50,7 @@ export function buildMcpWires(deps: WireDeps) {
     idleMs: config.mcp.sessionIdleSeconds * 1000,
     maxSessions: config.mcp.maxSessions,
     stateless: config.mcp.sessionMode === 'stateless',
+    resourceMetadataUrl: deps.resourceMetadataUrl,
     directory: deps.shared && new McpSessionDirectory({ ...deps.shared, ttlMs: config.mcp.sessionIdleSeconds * 1000 }),
   });
   const sse = new LegacySseConnections({ core, lifecycle });

@@ -3,9 +3,11 @@ import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Logger } from '../logger.js';
 import type { Caller } from '../ports/caller.js';
+import type { McpServer as ModernMcpServer } from '@modelcontextprotocol/server';
 import { DirectTransport } from './direct-transport.js';
 import { guardTransport } from './guard.js';
 import type { McpMetrics } from './metrics.js';
+import { createModernMcpServer } from './modern.js';
 import type { McpPolicy } from './policy.js';
 import { type McpServerDeps, authInfoFor, authInfoHearingRefusals, createMcpServer } from './server.js';
 import type { ToolOutcome, ToolRefusal } from './tools.js';
@@ -31,6 +33,16 @@ export class McpCore {
   /** A server for one session or connection. */
   createServer(fallbackCaller?: Caller): McpServer {
     return createMcpServer(this.deps.server, fallbackCaller);
+  }
+
+  /** A server of the 2026-07-28 revision for one request of the caller's. */
+  createModernServer(caller: Caller | undefined): ModernMcpServer {
+    return createModernMcpServer(this.deps.server, caller);
+  }
+
+  /** Calls `listener` whenever the tools on offer change (a workflow published or withdrawn); returns the stop. */
+  onToolsChanged(listener: () => void): () => void {
+    return this.deps.server.published?.subscribe(listener) ?? (() => undefined);
   }
 
   /** One MCP request on the caller's behalf through the shared server (REST-style endpoints). */

@@ -38,6 +38,14 @@ export function rateHeaders(state: RateState): Record<string, string> {
  * how many requests and tool calls a caller may make per minute, and how many streams it may hold open. Counters
  * live in the counter store (shared through Redis when configured); open streams are counted per instance.
  */
+/**
+ * The scope a caller's token lacks to call a tool: a token narrowed to `mcp:read` may call read-only tools only.
+ * Undefined when nothing is missing (a token not narrowed at all included).
+ */
+export function missingScope(caller: Caller, options: { readOnly?: boolean }): 'mcp:tools' | undefined {
+  return caller.scopes && !caller.scopes.includes('mcp:tools') && !options.readOnly ? 'mcp:tools' : undefined;
+}
+
 /** How long a caller's list of visible tools is reused (every call is checked again, through the decision cache). */
 const VISIBILITY_TTL_MS = 1_000;
 const VISIBILITY_CACHE_LIMIT = 10_000;
@@ -73,7 +81,7 @@ export class McpPolicy {
    * caller whose token is narrowed to `mcp:read` may call read-only tools only.
    */
   async admitToolCall(caller: Caller, tool: string, options: { readOnly?: boolean } = {}): Promise<void> {
-    if (caller.scopes && !caller.scopes.includes('mcp:tools') && !options.readOnly) {
+    if (missingScope(caller, options)) {
       throw new ForbiddenError(`Insufficient scope: calling ${tool} needs the mcp:tools scope`, {
         code: CallerErrorCode.AccessDenied,
       });

@@ -138,6 +138,7 @@ export async function authorizeClient(
   username: string,
   password: string,
   redirectUri = 'http://127.0.0.1:40113/callback',
+  scope?: string,
 ): Promise<{ clientId: string; tokens: Record<string, unknown> }> {
   const registered = await register(app, { client_name: 'Footprint IDE', redirect_uris: [redirectUri] });
   const clientId = registered.body.client_id as string;
@@ -149,6 +150,7 @@ export async function authorizeClient(
     redirect_uri: redirectUri,
     code_challenge: challenge,
     code_challenge_method: 'S256',
+    ...(scope && { scope }),
   }))
     authorize.searchParams.set(key, value);
   const page = await openAuthorization(authorize);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { startTestApp } from '../helpers/app.js';
@@ -126,6 +127,32 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
       expect(res.status, method).toBe(405);
       expect(res.headers.get('allow')).toBe('POST');
     }
+  });
+
+  it('serves a 2026-07-28 client whichever instance each request reaches, with nothing kept', async () => {
+    // A user of its own: these instances allow 6 MCP requests a minute, and the probe is one.
+    await createUser(a, 'dora');
+    const token = (await call(b, 'POST', '/auth/login', { body: { username: 'dora', password: PASSWORD } })).body
+      .access_token as string;
+    const balancer = roundRobin([a, b]);
+    const client = new ModernClient(
+      { name: 'modern', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
+    );
+    await client.connect(
+      new ModernTransport(new URL(`${a.url('main')}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${token}` } },
+        fetch: balancer.fetch,
+      }),
+    );
+    for (let i = 0; i < 2; i++) {
+      expect((await client.listTools()).tools.map((t) => t.name)).toContain('conversation_search');
+      const result = await client.callTool({ name: 'conversation_search', arguments: { query: `x${i}` } });
+      expect(result.isError).toBe(false);
+    }
+    await client.close();
+    expect(new Set(balancer.reached).size).toBe(2);
+    expect(a.wires.streamable.size + b.wires.streamable.size).toBe(0);
   });
 
   describe('stateful MCP sessions (the default mode)', () => {
