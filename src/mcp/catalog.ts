@@ -107,6 +107,17 @@ function describeTool(tool: ToolDefinition): Tool {
   return tool_;
 }
 
+/** What both SDKs register a tool with: its description and the schemas that validate it. */
+export function toolConfig(tool: ToolDefinition) {
+  return {
+    title: tool.title,
+    description: tool.description,
+    inputSchema: objectSchema(tool.inputSchema),
+    ...(tool.outputSchema && { outputSchema: objectSchema(tool.outputSchema) }),
+    annotations: tool.annotations,
+  };
+}
+
 /** The tools this caller may see: the service's own, then the published workflows it may run. */
 export async function listTools(deps: McpServerDeps, caller: Caller | undefined): Promise<Tool[]> {
   if (!caller) return [];

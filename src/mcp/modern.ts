@@ -20,10 +20,10 @@ import {
   SERVER_INFO_RESOURCE,
   callTool,
   listTools,
+  toolConfig,
 } from './catalog.js';
 import { missingScope } from './policy.js';
 import { PUBLISHED_ANNOTATIONS, PUBLISHED_INPUT, callPublished } from './published.js';
-import { objectSchema } from './tools.js';
 
 /**
  * How long a client may reuse each list (the 2026-07-28 revision's `ttlMs`), and who may share it. The tool list
@@ -75,11 +75,7 @@ export function createModernMcpServer(deps: McpServerDeps, caller: Caller | unde
     server.registerTool(
       tool.name,
       {
-        title: tool.title,
-        description: tool.description,
-        inputSchema: objectSchema(tool.inputSchema),
-        ...(tool.outputSchema && { outputSchema: objectSchema(tool.outputSchema) }),
-        annotations: tool.annotations,
+        ...toolConfig(tool),
         // A token narrowed to reading is told, before the call, which scope to ask for (step-up: 403).
         scopeChallenge: () => {
           const scope = caller && missingScope(caller, { readOnly: tool.annotations.readOnlyHint === true });

@@ -15,9 +15,10 @@ import {
   SERVER_INFO_RESOURCE,
   callTool,
   listTools,
+  toolConfig,
 } from './catalog.js';
 import { registerPublishedWorkflows } from './published.js';
-import { type ToolRefusal, objectSchema } from './tools.js';
+import type { ToolRefusal } from './tools.js';
 
 export { type McpServerDeps, NOT_FOUND_DATA, SERVER_CAPABILITIES, SERVER_INFO } from './catalog.js';
 
@@ -67,21 +68,12 @@ export function createMcpServer(deps: McpServerDeps, fallbackCaller?: Caller): M
   const callerOf = (extra: { authInfo?: AuthInfo }) => callerFrom(extra, fallbackCaller);
 
   for (const tool of deps.executor.tools) {
-    server.registerTool(
-      tool.name,
-      {
-        title: tool.title,
-        description: tool.description,
-        inputSchema: objectSchema(tool.inputSchema),
-        ...(tool.outputSchema && { outputSchema: objectSchema(tool.outputSchema) }),
-        annotations: tool.annotations,
-      },
-      (args: unknown, extra) =>
-        callTool(deps, tool, args, callerOf(extra), {
-          signal: extra.signal,
-          log: (level, data) => server.sendLoggingMessage({ level, logger: tool.name, data }, extra.sessionId),
-          ...(extra.authInfo && { onRefusal: refusalListeners.get(extra.authInfo) }),
-        }),
+    server.registerTool(tool.name, toolConfig(tool), (args: unknown, extra) =>
+      callTool(deps, tool, args, callerOf(extra), {
+        signal: extra.signal,
+        log: (level, data) => server.sendLoggingMessage({ level, logger: tool.name, data }, extra.sessionId),
+        ...(extra.authInfo && { onRefusal: refusalListeners.get(extra.authInfo) }),
+      }),
     );
   }
   // Replaces the SDK's list so that each caller sees only the tools it may use.

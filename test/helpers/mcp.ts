@@ -13,6 +13,20 @@ import { ADMIN_PASSWORD } from './auth.js';
 
 /** The MCP clients of the tests: the official SDK's over every wire, and raw WebSocket and SSE streams. */
 
+/** One JSON-RPC request over streamable HTTP with a bearer token, on the session named (none: an initialize). */
+export function postMcp(app: App, token: string, message: { method: string; params?: unknown }, session?: string) {
+  return fetch(`${app.url('main')}/mcp`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      ...(session ? { 'Mcp-Session-Id': session, 'Mcp-Protocol-Version': '2025-06-18' } : {}),
+    },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...message }),
+  });
+}
+
 const MAIN = join(import.meta.dirname, '../../src/main.ts');
 
 /** The tools a user may call by default, in the order the server lists them. */

@@ -43,6 +43,25 @@ export async function probeRedis(): Promise<Availability> {
 }
 
 /** `describe` for a suite that needs a service: runs, skips with the reason, or (under CI) fails. */
+/** PostgreSQL and Redis both, as several instances share them: the first one missing is the reason to skip. */
+export async function probePostgresAndRedis(): Promise<Availability> {
+  const postgres = await probePostgres();
+  return postgres.available ? probeRedis() : postgres;
+}
+
+/**
+ * The settings every instance of one deployment shares: the database, Redis under a prefix of its own, and the key
+ * that opens the signing keys stored in the database.
+ */
+export function sharedInstanceEnv(databaseUrl: string, name: string): Record<string, string> {
+  return {
+    DATABASE_URL: databaseUrl,
+    REDIS_URL,
+    REDIS_PREFIX: `${name}-${randomBytes(4).toString('hex')}:`,
+    KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
+  };
+}
+
 export function describeWithService(name: string, availability: Availability, suite: () => void): void {
   if (availability.available) {
     describe(name, suite);

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
-import { startFakeOpenFga } from '../fakes/openfga.js';
+import { type FakeOpenFga, startFakeOpenFga } from '../fakes/openfga.js';
 
 /**
  * The authorization service going away under a running service. OpenFGA cannot run on this machine: the fake
@@ -10,27 +10,31 @@ import { startFakeOpenFga } from '../fakes/openfga.js';
  */
 const closing = closeAfterEach();
 
+/** The service on the fake OpenFGA, every decision asked of it; answers a tool call as alice. */
+async function start(fga: FakeOpenFga, clock?: TestClock) {
+  const env = {
+    AUTHZ_PROVIDER: 'openfga',
+    OPENFGA_API_URL: fga.url,
+    OPENFGA_STORE_ID: fga.storeId,
+    OPENFGA_MODEL_ID: fga.modelId,
+    AUTHZ_CACHE_MS: '0',
+  };
+  const app = closing(await startTestApp(env, clock ? { now: clock.now } : {}));
+  await createUser(app, 'alice');
+  const token = (await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } })).body
+    .access_token as string;
+  const callTool = () =>
+    call(app, 'POST', '/mcp/tools/call', {
+      token,
+      body: { params: { name: 'conversation_search', arguments: { query: 'x' } } },
+    });
+  return { app, callTool };
+}
+
 describe('OpenFGA outage', () => {
   it('answers 503 for decisions it cannot get, and says why only in the log', async () => {
     const fga = await startFakeOpenFga();
-    const app = closing(
-      await startTestApp({
-        AUTHZ_PROVIDER: 'openfga',
-        OPENFGA_API_URL: fga.url,
-        OPENFGA_STORE_ID: fga.storeId,
-        OPENFGA_MODEL_ID: fga.modelId,
-        // Every decision asks OpenFGA.
-        AUTHZ_CACHE_MS: '0',
-      }),
-    );
-    await createUser(app, 'alice');
-    const token = (await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } })).body
-      .access_token as string;
-    const callTool = () =>
-      call(app, 'POST', '/mcp/tools/call', {
-        token,
-        body: { params: { name: 'conversation_search', arguments: { query: 'x' } } },
-      });
+    const { app, callTool } = await start(fga);
     expect((await callTool()).status).toBe(200);
 
     await fga.close();
@@ -46,26 +50,7 @@ describe('OpenFGA outage', () => {
   it('stops asking a failing OpenFGA for a while, then asks again', async () => {
     const fga = await startFakeOpenFga();
     const clock = new TestClock(Date.now());
-    const app = closing(
-      await startTestApp(
-        {
-          AUTHZ_PROVIDER: 'openfga',
-          OPENFGA_API_URL: fga.url,
-          OPENFGA_STORE_ID: fga.storeId,
-          OPENFGA_MODEL_ID: fga.modelId,
-          AUTHZ_CACHE_MS: '0',
-        },
-        { now: clock.now },
-      ),
-    );
-    await createUser(app, 'alice');
-    const token = (await call(app, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } })).body
-      .access_token as string;
-    const callTool = () =>
-      call(app, 'POST', '/mcp/tools/call', {
-        token,
-        body: { params: { name: 'conversation_search', arguments: { query: 'x' } } },
-      });
+    const { callTool } = await start(fga, clock);
     expect((await callTool()).status).toBe(200);
 
     fga.failWith = 500;

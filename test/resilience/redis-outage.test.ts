@@ -7,6 +7,7 @@ import type { App } from '../../src/app.js';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { PASSWORD, TestClock, call, cookiePair, createUser } from '../helpers/auth.js';
 import { REDIS_URL, describeWithService, probeRedis } from '../helpers/services.js';
+import { postMcp } from '../helpers/mcp.js';
 import { type TcpProxy, startTcpProxy } from '../helpers/tcp-proxy.js';
 
 /**
@@ -147,17 +148,17 @@ describeWithService('Redis outage', await probeRedis(), () => {
     const app = await start();
     const token = (await login(app)).body.access_token as string;
     const open = async () => {
-      const res = await mcpPost(app, token, { method: 'initialize', params: INITIALIZE });
+      const res = await postMcp(app, token, { method: 'initialize', params: INITIALIZE });
       return res.headers.get('mcp-session-id')!;
     };
     const held = await open();
     proxy.set('refuse');
-    expect((await mcpPost(app, token, { method: 'tools/list' }, held)).status).toBe(200);
+    expect((await postMcp(app, token, { method: 'tools/list' }, held)).status).toBe(200);
     // Opened during the outage: served here, just not shared with other instances.
     const local = await open();
-    expect((await mcpPost(app, token, { method: 'tools/list' }, local)).status).toBe(200);
+    expect((await postMcp(app, token, { method: 'tools/list' }, local)).status).toBe(200);
     // Perhaps opened on another instance: whether it exists cannot be told, and a 404 would end it for the client.
-    const unknown = await mcpPost(app, token, { method: 'tools/list' }, randomUUID());
+    const unknown = await postMcp(app, token, { method: 'tools/list' }, randomUUID());
     expect(unknown.status).toBe(503);
     expect(unknown.headers.get('retry-after')).toBe('5');
   });
@@ -177,17 +178,3 @@ const INITIALIZE = {
   capabilities: {},
   clientInfo: { name: 'outage', version: '1.0.0' },
 };
-
-/** One JSON-RPC request over streamable HTTP, on the session named (none: an initialize). */
-function mcpPost(app: App, token: string, message: { method: string; params?: unknown }, session?: string) {
-  return fetch(`${app.url('main')}/mcp`, {
-    method: 'POST',
-    headers: {
-      Authorization: `Bearer ${token}`,
-      'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
-      ...(session ? { 'Mcp-Session-Id': session, 'Mcp-Protocol-Version': '2025-06-18' } : {}),
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 1, ...message }),
-  });
-}

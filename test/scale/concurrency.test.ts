@@ -8,11 +8,10 @@ import { startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, accessToken, call, createUser } from '../helpers/auth.js';
 import { type Json, requester } from '../helpers/client.js';
 import {
-  REDIS_URL,
   createPostgresDatabase,
   describeWithService,
-  probePostgres,
-  probeRedis,
+  probePostgresAndRedis,
+  sharedInstanceEnv,
 } from '../helpers/services.js';
 
 /**
@@ -24,8 +23,7 @@ import {
 const PARALLEL = 16;
 const ON_POSTGRES = process.env.TEST_DATABASE === 'postgres';
 
-const postgres = await probePostgres();
-const services = postgres.available ? await probeRedis() : postgres;
+const services = await probePostgresAndRedis();
 
 describeWithService('concurrent writes on PostgreSQL, through two instances', services, () => {
   const apps: App[] = [];
@@ -34,14 +32,7 @@ describeWithService('concurrent writes on PostgreSQL, through two instances', se
   beforeAll(async () => {
     const database = await createPostgresDatabase();
     drop = database.drop;
-    const env = {
-      DATABASE_URL: database.url,
-      ADMIN_PASSWORD,
-      REDIS_URL,
-      REDIS_PREFIX: `race-${randomBytes(4).toString('hex')}:`,
-      // Both instances open the signing keys in the database with the same key.
-      KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-    };
+    const env = { ...sharedInstanceEnv(database.url, 'race'), ADMIN_PASSWORD };
     // One after the other: the first migrates the database, the second finds it migrated.
     apps.push(await startTestApp(env));
     apps.push(await startTestApp(env));

@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
@@ -6,19 +5,19 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { startTestApp } from '../helpers/app.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
+import { postMcp } from '../helpers/mcp.js';
 import {
-  REDIS_URL,
   createPostgresDatabase,
   describeWithService,
-  probePostgres,
-  probeRedis,
+  probePostgresAndRedis,
+  sharedInstanceEnv,
 } from '../helpers/services.js';
 
 /**
  * Two instances on one PostgreSQL and one Redis, as behind a load balancer: whatever one instance issues or
  * changes holds on the other at once, and a stateless MCP client is served whichever instance each request reaches.
  */
-const services = (await probePostgres()).available ? await probeRedis() : await probePostgres();
+const services = await probePostgresAndRedis();
 
 describeWithService('two instances on PostgreSQL and Redis', services, () => {
   let a: App;
@@ -29,14 +28,7 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
   beforeAll(async () => {
     const database = await createPostgresDatabase();
     drop = database.drop;
-    env = {
-      DATABASE_URL: database.url,
-      REDIS_URL,
-      REDIS_PREFIX: `two-${randomBytes(4).toString('hex')}:`,
-      // Both instances open the signing keys in the database with the same key.
-      KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-      MCP_REQUESTS_PER_MINUTE: '6',
-    };
+    env = { ...sharedInstanceEnv(database.url, 'two'), MCP_REQUESTS_PER_MINUTE: '6' };
     a = await startTestApp({ ...env, MCP_SESSION_MODE: 'stateless' });
     b = await startTestApp({ ...env, MCP_SESSION_MODE: 'stateless' });
     await createUser(a, 'alice');
@@ -188,7 +180,7 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
       await transport.terminateSession();
       await expect.poll(() => c.wires.streamable.size + d.wires.streamable.size).toBe(0);
       for (const app of [c, d]) {
-        const res = await postMcp(app, token, id!);
+        const res = await postMcp(app, token, { method: 'tools/list' }, id);
         expect(res.status).toBe(404);
       }
       await client.close();
@@ -202,7 +194,7 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
       const id = transport.sessionId!;
       await e.close(); // a rolling deployment replaces the instance
 
-      const res = await postMcp(d, token, id);
+      const res = await postMcp(d, token, { method: 'tools/list' }, id);
       expect(res.status).toBe(200);
       expect(res.headers.get('mcp-session-id')).toBe(id);
       expect(await res.text()).toContain('conversation_search');
@@ -217,26 +209,11 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
       const { client, transport } = mcpClient(c, alice);
       await client.connect(transport);
       const before = d.wires.streamable.size;
-      const res = await postMcp(d, mallory, transport.sessionId!);
+      const res = await postMcp(d, mallory, { method: 'tools/list' }, transport.sessionId);
       expect(res.status).toBe(404);
       expect(d.wires.streamable.size).toBe(before);
-      expect((await postMcp(d, alice, transport.sessionId!)).status).toBe(200);
+      expect((await postMcp(d, alice, { method: 'tools/list' }, transport.sessionId)).status).toBe(200);
       await client.close();
     });
   });
 });
-
-/** A `tools/list` request on an existing session, straight to one instance. */
-function postMcp(app: App, token: string, sessionId: string) {
-  return fetch(`${app.url('main')}/mcp`, {
-    method: 'POST',
-    headers: {
-      Authorization: `Bearer ${token}`,
-      'Content-Type': 'application/json',
-      Accept: 'application/json, text/event-stream',
-      'Mcp-Session-Id': sessionId,
-      'Mcp-Protocol-Version': '2025-06-18',
-    },
-    body: JSON.stringify({ jsonrpc: '2.0', id: 7, method: 'tools/list' }),
-  });
-}

@@ -1,15 +1,13 @@
-import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, PASSWORD, call, createUser } from '../helpers/auth.js';
 import { type Json, type Requester, requester } from '../helpers/client.js';
 import {
-  REDIS_URL,
   createPostgresDatabase,
   describeWithService,
-  probePostgres,
-  probeRedis,
+  probePostgresAndRedis,
+  sharedInstanceEnv,
 } from '../helpers/services.js';
 
 /**
@@ -17,7 +15,7 @@ import {
  * run's checkpoint and row are in PostgreSQL, the caller's session in Redis. The pause is claimed once across the
  * instances: whichever resume comes second, on whichever instance, is refused with 409.
  */
-const services = (await probePostgres()).available ? await probeRedis() : await probePostgres();
+const services = await probePostgresAndRedis();
 
 const at = (x: number) => ({ x, y: 0 });
 
@@ -48,15 +46,8 @@ describeWithService('a workflow run paused on one instance resumes on another', 
   beforeAll(async () => {
     const database = await createPostgresDatabase();
     drop = database.drop;
-    const env = {
-      DATABASE_URL: database.url,
-      REDIS_URL,
-      REDIS_PREFIX: `resume-${randomBytes(4).toString('hex')}:`,
-      // Both instances open the signing keys in the database with the same key.
-      KEY_ENCRYPTION_KEY: randomBytes(32).toString('base64'),
-      // A known bootstrap password: otherwise a generated one is printed.
-      ADMIN_PASSWORD,
-    };
+    // A known bootstrap password: otherwise a generated one is printed.
+    const env = { ...sharedInstanceEnv(database.url, 'resume'), ADMIN_PASSWORD };
     a = await startTestApp(env);
     b = await startTestApp(env);
     await createUser(a, 'alice');
