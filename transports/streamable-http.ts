@@ -50,7 +50,8 @@ export interface StreamableHttpOptions {
 }
 
 /** The request as the SDK's transport reads it: with its caller's AuthInfo. */
-const withAuth = (req: Request) => Object.assign(req, { auth: authInfoFor(callerOf(req)) });
+const withAuth = (req: Request, extra: { resourceMetadataUrl?: string } = {}) =>
+  Object.assign(req, { auth: { ...authInfoFor(callerOf(req)), ...extra } });
 
 function jsonRpcError(res: Response, status: number, code: number, message: string): void {
   res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
@@ -210,7 +211,7 @@ export class StreamableHttpSessions {
     const server = this.options.core.createServer();
     const transport = this.#transport(server, () => undefined, id);
     await server.connect(transport);
-    if (!(await replayInitialize(transport, record.initialize, withAuth(req).auth))) {
+    if (!(await replayInitialize(transport, record.initialize, authInfoFor(callerOf(req))))) {
       await transport.close().catch(() => undefined);
       await server.close().catch(() => undefined);
       return undefined;
@@ -251,8 +252,7 @@ export class StreamableHttpSessions {
       if (typeof method === 'string')
         this.options.core.metrics.messages.inc({ method, status: res.statusCode < 400 ? 'success' : 'error' });
     });
-    const auth = { ...authInfoFor(callerOf(req)), resourceMetadataUrl: this.options.resourceMetadataUrl };
-    await this.#serveModern(Object.assign(req, { auth }), res, req.body);
+    await this.#serveModern(withAuth(req, { resourceMetadataUrl: this.options.resourceMetadataUrl }), res, req.body);
   }
 
   /** Connects a server to its transport and guards it. */

@@ -95,7 +95,7 @@ function describeTool(tool: ToolDefinition): Tool {
     const { $schema: _, ...json } = z.toJSONSchema(objectSchema(shape), { io: 'input' }) as Record<string, unknown>;
     return json as Tool['inputSchema'];
   };
-  const tool_: Tool = {
+  const listed: Tool = {
     name: tool.name,
     title: tool.title,
     description: tool.description,
@@ -103,8 +103,8 @@ function describeTool(tool: ToolDefinition): Tool {
     ...(tool.outputSchema && { outputSchema: schema(tool.outputSchema) }),
     annotations: { title: tool.title, ...tool.annotations },
   };
-  described.set(tool, tool_);
-  return tool_;
+  described.set(tool, listed);
+  return listed;
 }
 
 /** What both SDKs register a tool with: its description and the schemas that validate it. */
