@@ -50,6 +50,13 @@ export interface Caller {
 export const mcpResourceUrl = (publicUrl: string): string => `${publicUrl}/mcp`;
 
 /**
+ * The path of the service's public URL (`/agent` behind a gateway at `https://host/agent`; empty at a host's root).
+ * Well-known metadata of an issuer or resource with a path is also looked up with that path after the well-known
+ * name (RFC 8414 §3.1, RFC 9728 §3.1): `/.well-known/oauth-authorization-server/agent`.
+ */
+export const publicPath = (publicUrl: string): string => new URL(publicUrl).pathname.replace(/\/$/, '');
+
+/**
  * Scopes an MCP client may ask for. `mcp:read` lists tools, resources and prompts and calls read-only tools;
  * `mcp:tools` calls any tool the user may call.
  */

@@ -120,6 +120,29 @@ describe('redirect URIs', () => {
     expect(ok.body.client_secret).toBeUndefined();
   });
 
+  it('registration checks the application type against the redirect URIs, and says which type it took', async () => {
+    const cases: [Record<string, unknown>, number, string?][] = [
+      // A web client redirects to a site over https; a native one to loopback or its own private-use scheme.
+      [{ application_type: 'web', redirect_uris: ['https://app.example/cb'] }, 201, 'web'],
+      [{ application_type: 'web', redirect_uris: [REDIRECT] }, 400],
+      [{ application_type: 'web', redirect_uris: ['https://localhost/cb'] }, 400],
+      [{ application_type: 'native', redirect_uris: [REDIRECT, 'com.example.ide:/oauth'] }, 201, 'native'],
+      [{ application_type: 'native', redirect_uris: ['https://app.example/cb'] }, 400],
+      [{ application_type: 'native', redirect_uris: ['myapp:/cb'] }, 400],
+      [{ application_type: 'desktop', redirect_uris: [REDIRECT] }, 400],
+      // A client that does not say (2025-era) gets the type its redirect URIs show; no private-use schemes.
+      [{ redirect_uris: [REDIRECT] }, 201, 'native'],
+      [{ redirect_uris: ['https://app.example/cb', REDIRECT] }, 201, 'web'],
+      [{ redirect_uris: ['com.example.ide:/oauth'] }, 400],
+    ];
+    for (const [metadata, status, type] of cases) {
+      const answer = await register(app, { client_name: 'typed', ...metadata });
+      expect(answer.status, JSON.stringify(metadata)).toBe(status);
+      if (type) expect(answer.body.application_type).toBe(type);
+      else expect(answer.body.error).toBe('invalid_client_metadata');
+    }
+  });
+
   it('a code redeemed with another redirect URI: invalid_grant', async () => {
     const { code, verifier } = await obtainCode();
     const answer = await redeem(code, verifier, { redirect_uri: 'http://127.0.0.1:40111/other' });
@@ -282,5 +305,24 @@ describe('metadata', () => {
     }
     const resourceMetadata = await call(app, 'GET', '/.well-known/oauth-protected-resource/mcp');
     expect(resourceMetadata.body).toMatchObject({ resource, authorization_servers: [app.url('main')] });
+  });
+
+  it('behind a gateway at a path, also answers at the path-inserted well-known forms', async () => {
+    const gateway = 'https://gateway.example/agent';
+    const behind = closing(await startTestApp({ PUBLIC_URL: gateway }));
+    for (const path of [
+      '/.well-known/oauth-authorization-server/agent',
+      '/.well-known/openid-configuration/agent',
+      '/.well-known/oauth-authorization-server',
+    ]) {
+      const { status, body } = await call(behind, 'GET', path);
+      expect(status, path).toBe(200);
+      expect(body, path).toMatchObject({ issuer: gateway, token_endpoint: `${gateway}/oauth/token` });
+    }
+    const { status, body } = await call(behind, 'GET', '/.well-known/oauth-protected-resource/agent/mcp');
+    expect(status).toBe(200);
+    expect(body).toMatchObject({ resource: `${gateway}/mcp`, authorization_servers: [gateway] });
+    // An issuer at the root has no path form beyond the root one.
+    expect((await call(app, 'GET', '/.well-known/oauth-authorization-server/agent')).status).toBe(404);
   });
 });

@@ -148,7 +148,7 @@ describe('Client ID Metadata Documents', () => {
     expect(fetched).toContain('/ide/client.json');
   });
 
-  it('refuses documents that do not name themselves, carry a secret, or list a foreign redirect', async () => {
+  it('refuses documents that do not name themselves, carry a secret, or list a redirect their type may not use', async () => {
     const cases: Record<string, (id: string) => Record<string, unknown>> = {
       '/bad/other-id.json': () => ({
         client_id: `${documentBase}/elsewhere.json`,
@@ -156,6 +156,12 @@ describe('Client ID Metadata Documents', () => {
       }),
       '/bad/secret.json': (id) => ({ client_id: id, client_secret: 's', redirect_uris: ['http://127.0.0.1:1/cb'] }),
       '/bad/redirect.json': (id) => ({ client_id: id, redirect_uris: ['http://evil.example/cb'] }),
+      // A web application may not redirect to loopback (application_type, as in dynamic registration).
+      '/bad/web-loopback.json': (id) => ({
+        client_id: id,
+        application_type: 'web',
+        redirect_uris: ['http://127.0.0.1:1/cb'],
+      }),
     };
     for (const [path, document] of Object.entries(cases)) {
       const id = `${documentBase}${path}`;

@@ -6,7 +6,14 @@ import { type RouteGroup, defineRoute } from '../../http/route.js';
 import type { UsersService } from '../users/index.js';
 import { clientInfo } from '../../http/request-context.js';
 import type { AuthService, LoginResult, StartedSession } from './auth.service.js';
-import { CallerErrorCode, MCP_SCOPES, mcpResourceUrl, principalIdOf, userIdOf } from '../../ports/caller.js';
+import {
+  CallerErrorCode,
+  MCP_SCOPES,
+  mcpResourceUrl,
+  principalIdOf,
+  publicPath,
+  userIdOf,
+} from '../../ports/caller.js';
 import type { KeyRing } from './keys.js';
 
 export interface AuthRouteDeps {
@@ -372,11 +379,22 @@ export function authRoutes(deps: AuthRouteDeps): [RouteGroup, RouteGroup, RouteG
           return keys.jwks();
         },
       }),
-      ...['/oauth-protected-resource', '/oauth-protected-resource/mcp'].map((path) =>
+      ...[
+        ...new Set([
+          '/oauth-protected-resource',
+          '/oauth-protected-resource/mcp',
+          `/oauth-protected-resource${publicPath(publicUrl)}/mcp`,
+        ]),
+      ].map((path) =>
         defineRoute({
           method: 'get',
           path,
-          operationId: path.endsWith('/mcp') ? 'getMcpResourceMetadata' : 'getResourceMetadata',
+          operationId:
+            path === '/oauth-protected-resource'
+              ? 'getResourceMetadata'
+              : path === '/oauth-protected-resource/mcp'
+                ? 'getMcpResourceMetadata'
+                : 'getMcpResourceMetadataAtPath',
           summary: 'OAuth protected-resource metadata (RFC 9728) for MCP clients',
           access: 'public',
           responses: { 200: { description: 'Protected-resource metadata', schema: ResourceMetadata } },

@@ -17,8 +17,8 @@ export interface ClientMetadataOptions {
    */
   privateHosts: string[];
   now: () => number;
-  /** Checks each redirect URI the document lists (the same rules as dynamic registration). */
-  redirectUriAllowed: (uri: string) => boolean;
+  /** The application type the document's redirect URIs allow (the same rules as dynamic registration). */
+  applicationType: (declared: unknown, redirectUris: string[]) => 'web' | 'native' | { problem: string };
 }
 
 /** Whether a client id is a Client ID Metadata Document URL: https, a path, no fragment, no credentials. */
@@ -116,14 +116,17 @@ export class ClientMetadataDocuments {
     const metadata = parsed.data;
     const method = metadata.token_endpoint_auth_method ?? 'none';
     if (method !== 'none') return undefined;
-    if (metadata.redirect_uris.length === 0 || !metadata.redirect_uris.every(this.options.redirectUriAllowed))
-      return undefined;
-    return {
+    if (metadata.redirect_uris.length === 0) return undefined;
+    const applicationType = this.options.applicationType(raw.application_type, metadata.redirect_uris);
+    if (typeof applicationType === 'object') return undefined;
+    const client = {
       ...metadata,
+      application_type: applicationType,
       client_id: url,
       client_name: (metadata.client_name ?? new URL(url).host).slice(0, 200),
       token_endpoint_auth_method: 'none',
     };
+    return client;
   }
 }
 

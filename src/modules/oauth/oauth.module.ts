@@ -14,7 +14,7 @@ import {
   grantOfSid,
   type OAuthLimits,
   OAuthService,
-  acceptableRedirectUri,
+  applicationTypeFor,
 } from './oauth.service.js';
 
 export interface OAuthModuleDeps {
@@ -56,7 +56,7 @@ export function createOAuthModule(deps: OAuthModuleDeps): Module<OAuthService> {
     clientMetadata: new ClientMetadataDocuments({
       privateHosts: deps.clientMetadataPrivateHosts,
       now: () => deps.now().getTime(),
-      redirectUriAllowed: acceptableRedirectUri,
+      applicationType: applicationTypeFor,
     }),
   });
   deps.registerTokenFamily(OAUTH_TOKEN_FAMILY, (sid, subject) => service.isLive(sid, subject));

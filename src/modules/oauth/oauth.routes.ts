@@ -11,7 +11,7 @@ import { RateLimitError, UnauthorizedError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { clientInfo } from '../../http/request-context.js';
 import { type RouteGroup, Reply, defineRoute } from '../../http/route.js';
-import { MCP_SCOPES, asUser } from '../../ports/caller.js';
+import { MCP_SCOPES, asUser, publicPath } from '../../ports/caller.js';
 import type { User } from '../users/index.js';
 import { CONSENT_COOKIE, sendConsentError, sendConsentPage } from './oauth.page.js';
 import type { OAuthService, PendingAuthorization } from './oauth.service.js';
@@ -128,7 +128,17 @@ export function oauthEndpoints(deps: OAuthRouteDeps, provider: OAuthServerProvid
   router.use(
     OAUTH_PATHS.register,
     perAddress(counters, 'register', 20, 3_600_000),
-    clientRegistrationHandler({ clientsStore: provider.clientsStore, rateLimit: false, clientSecretExpirySeconds: 0 }),
+    // Built per request (20 an hour at most), to hand the registration's `application_type` to the service.
+    (req, res, next) => {
+      const body: unknown = req.body;
+      const declared =
+        typeof body === 'object' && body !== null ? (body as Record<string, unknown>).application_type : undefined;
+      clientRegistrationHandler({
+        clientsStore: deps.service.clientsStoreFor(declared),
+        rateLimit: false,
+        clientSecretExpirySeconds: 0,
+      })(req, res, next);
+    },
   );
   router.use(
     OAUTH_PATHS.revoke,
@@ -247,11 +257,21 @@ export function oauthRoutes(deps: OAuthRouteDeps): RouteGroup[] {
     prefix: '/.well-known',
     area: 'envelope',
     tags: ['MCP authorization'],
-    routes: ['/oauth-authorization-server', '/openid-configuration'].map((path) =>
+    // At the root, and with the issuer's path inserted when the public URL has one (RFC 8414 §3.1).
+    routes: [
+      ...new Set(
+        ['/oauth-authorization-server', '/openid-configuration'].flatMap((name) => [
+          name,
+          `${name}${publicPath(publicUrl)}`,
+        ]),
+      ),
+    ].map((path) =>
       defineRoute({
         method: 'get',
         path,
-        operationId: path === '/openid-configuration' ? 'getOpenIdConfiguration' : 'getAuthorizationServerMetadata',
+        operationId: `${path.startsWith('/openid-configuration') ? 'getOpenIdConfiguration' : 'getAuthorizationServerMetadata'}${
+          path.endsWith('/openid-configuration') || path.endsWith('/oauth-authorization-server') ? '' : 'AtPath'
+        }`,
         summary: 'Authorization server metadata (RFC 8414) for MCP clients',
         access: 'public',
         responses: { 200: { description: 'Authorization server metadata', schema: AuthorizationServerMetadata } },

@@ -78,12 +78,48 @@ export interface PendingAuthorization {
 /** A grant as its user sees it (and their data export shows it). */
 export type GrantView = ExportedOAuthGrant;
 
-/** https anywhere, http only on a loopback host (RFC 8252 §7.3), never a fragment (RFC 6749 §3.1.2). */
-export function acceptableRedirectUri(uri: string): boolean {
-  if (!URL.canParse(uri)) return false;
+function parsedRedirect(uri: string): URL | undefined {
+  if (!URL.canParse(uri)) return undefined;
   const url = new URL(uri);
-  if (url.hash || url.username || url.password) return false;
-  return url.protocol === 'https:' || (url.protocol === 'http:' && LOOPBACK_HOSTS.has(url.hostname));
+  return url.hash || url.username || url.password ? undefined : url;
+}
+
+const isLoopback = (url: URL) =>
+  (url.protocol === 'http:' || url.protocol === 'https:') && LOOPBACK_HOSTS.has(url.hostname);
+
+/** A native app's private-use scheme (RFC 8252 §7.1): a reversed domain name, such as `com.example.app:`. */
+const isPrivateUseScheme = (url: URL) => /^[a-z][a-z0-9-]*(\.[a-z0-9-]+)+:$/.test(url.protocol);
+
+export type ApplicationType = 'web' | 'native';
+
+/**
+ * The kind of application a client registers as (OpenID Connect Dynamic Client Registration §2, which the
+ * 2026-07-28 MCP authorization spec asks clients to send), checked against its redirect URIs: a `web` client
+ * redirects to https pages of a site, a `native` one to a loopback address or a private-use scheme. A client that
+ * does not say (2025-era clients) gets the type its redirect URIs show, under the earlier rules. Answers the type,
+ * or what is wrong.
+ */
+export function applicationTypeFor(declared: unknown, redirectUris: string[]): ApplicationType | { problem: string } {
+  const urls = redirectUris.map((uri) => ({ uri, url: parsedRedirect(uri) }));
+  const invalid = urls.find(({ url }) => url === undefined);
+  if (invalid) return { problem: `redirect_uri ${invalid.uri} is not an absolute URI without a fragment` };
+  const parsed = urls as { uri: string; url: URL }[];
+  if (declared === 'web') {
+    const bad = parsed.find(({ url }) => url.protocol !== 'https:' || LOOPBACK_HOSTS.has(url.hostname));
+    return bad
+      ? { problem: `a web client's redirect_uri ${bad.uri} must be https, on a host other than loopback` }
+      : 'web';
+  }
+  if (declared === 'native') {
+    const bad = parsed.find(({ url }) => !isLoopback(url) && !isPrivateUseScheme(url));
+    return bad
+      ? { problem: `a native client's redirect_uri ${bad.uri} must be on a loopback address or a private-use scheme` }
+      : 'native';
+  }
+  if (declared !== undefined) return { problem: 'application_type must be web or native' };
+  const bad = parsed.find(({ url }) => url.protocol !== 'https:' && !isLoopback(url));
+  if (bad) return { problem: `redirect_uri ${bad.uri} must use https, or http on a loopback address` };
+  return parsed.every(({ url }) => isLoopback(url)) ? 'native' : 'web';
 }
 
 /**
@@ -101,10 +137,18 @@ export class OAuthService {
 
   // ---- Clients (RFC 7591) ----
 
-  readonly clientsStore: OAuthRegisteredClientsStore = {
-    getClient: (clientId) => this.getClient(clientId),
-    registerClient: (client) => this.registerClient(client),
-  };
+  readonly clientsStore: OAuthRegisteredClientsStore = this.clientsStoreFor(undefined);
+
+  /**
+   * The clients store for one registration request: the SDK's handler drops the `application_type` it does not
+   * know, so the route reads it from the request and registers through this.
+   */
+  clientsStoreFor(applicationType: unknown): OAuthRegisteredClientsStore {
+    return {
+      getClient: (clientId) => this.getClient(clientId),
+      registerClient: (client) => this.registerClient(client, applicationType),
+    };
+  }
 
   async getClient(clientId: string): Promise<OAuthClientInformationFull | undefined> {
     if (isMetadataDocumentUrl(clientId)) return this.#documentedClient(clientId);
@@ -151,12 +195,12 @@ export class OAuthService {
    */
   async registerClient(
     client: Omit<OAuthClientInformationFull, 'client_id' | 'client_id_issued_at'> & Partial<OAuthClientInformationFull>,
+    declaredType?: unknown,
   ): Promise<OAuthClientInformationFull> {
     if (client.redirect_uris.length === 0 || client.redirect_uris.length > 10)
       throw new InvalidClientMetadataError('redirect_uris must list between 1 and 10 URIs');
-    const bad = client.redirect_uris.find((uri) => !acceptableRedirectUri(uri));
-    if (bad !== undefined)
-      throw new InvalidClientMetadataError(`redirect_uri ${bad} must use https, or http on a loopback address`);
+    const applicationType = applicationTypeFor(declaredType, client.redirect_uris);
+    if (typeof applicationType === 'object') throw new InvalidClientMetadataError(applicationType.problem);
     const grantTypes = client.grant_types ?? ['authorization_code', 'refresh_token'];
     if (
       !grantTypes.includes('authorization_code') ||
@@ -177,6 +221,7 @@ export class OAuthService {
       grant_types: grantTypes,
       response_types: ['code'],
       token_endpoint_auth_method: 'none',
+      application_type: applicationType,
     };
     const clientId = randomUUID();
     const issuedAt = Math.floor(this.deps.now().getTime() / 1000);
