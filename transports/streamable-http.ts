@@ -248,9 +248,9 @@ export class StreamableHttpSessions {
   /** A modern request: a server of its own answers it, with the caller the route authenticated. */
   async #answerModern(req: Request, res: Response): Promise<void> {
     const method = (req.body as { method?: unknown } | undefined)?.method;
+    const outcome = watchReply(res);
     res.once('finish', () => {
-      if (typeof method === 'string')
-        this.options.core.metrics.messages.inc({ method, status: res.statusCode < 400 ? 'success' : 'error' });
+      if (typeof method === 'string') this.options.core.metrics.messages.inc({ method, status: outcome() });
     });
     await this.#serveModern(withAuth(req, { resourceMetadataUrl: this.options.resourceMetadataUrl }), res, req.body);
   }
@@ -426,4 +426,53 @@ async function replayInitialize(
   } finally {
     socket.destroy();
   }
+}
+
+/** How much of a reply is kept to read its outcome: a JSON-RPC response, or the last event of a stream. */
+const WATCHED_BYTES = 64 * 1024;
+
+/**
+ * Watches what a modern request's reply sends, to tell its outcome: an HTTP error, or a JSON-RPC error answered
+ * with 200 (the revision answers most errors that way), counts as an error; a result as a success.
+ */
+function watchReply(res: Response): () => 'success' | 'error' {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  const keep = (chunk: unknown, encoding: unknown) => {
+    if (size >= WATCHED_BYTES || (typeof chunk !== 'string' && !(chunk instanceof Uint8Array))) return;
+    const bytes =
+      typeof chunk === 'string'
+        ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
+        : Buffer.from(chunk);
+    chunks.push(bytes);
+    size += bytes.length;
+  };
+  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
+  const end = res.end.bind(res) as (...args: unknown[]) => Response;
+  res.write = ((...args: unknown[]) => {
+    keep(args[0], args[1]);
+    return write(...args);
+  }) as Response['write'];
+  res.end = ((...args: unknown[]) => {
+    keep(args[0], args[1]);
+    return end(...args);
+  }) as Response['end'];
+  return () => {
+    if (res.statusCode >= 400) return 'error';
+    const text = Buffer.concat(chunks).toString('utf8');
+    const streamed = String(res.getHeader('content-type') ?? '').includes('text/event-stream');
+    const last = streamed
+      ? text
+          .split('\n')
+          .filter((line) => line.startsWith('data:'))
+          .at(-1)
+          ?.slice(5)
+      : text;
+    try {
+      const message = last ? (JSON.parse(last) as { error?: unknown }) : {};
+      return message.error === undefined ? 'success' : 'error';
+    } catch {
+      return 'success';
+    }
+  };
 }

@@ -97,6 +97,12 @@ describe('MCP 2026-07-28 beside the 2025 era on /mcp', () => {
       .getPrompt({ name: 'summarize_conversation', arguments: { conversation_id: 'nope' } })
       .catch((e: unknown) => e);
     expect(wrong).toMatchObject({ code: -32602 });
+
+    // The revision answers errors with HTTP 200: the metrics read the JSON-RPC outcome.
+    const metrics = await (await fetch(`${app.url('main')}/metrics`)).text();
+    expect(metrics).toMatch(/mcp_messages_total\{method="prompts\/get",status="error"\} 1\n/);
+    expect(metrics).toMatch(/mcp_messages_total\{method="prompts\/get",status="success"\} 1\n/);
+    expect(metrics).toMatch(/mcp_messages_total\{method="resources\/read",status="error"\} 1\n/);
   });
 
   it('serves a 2025-era client on the same URL, unchanged', async () => {
