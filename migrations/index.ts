@@ -11,6 +11,7 @@ import * as m0010 from './0010_playground.js';
 import * as m0011 from './0011_builder.js';
 import * as m0012 from './0012_scim_search.js';
 import * as m0013 from './0013_oauth.js';
+import * as m0014 from './0014_mcp_tasks.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -30,4 +31,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0011_builder': m0011,
   '0012_scim_search': m0012,
   '0013_oauth': m0013,
+  '0014_mcp_tasks': m0014,
 };

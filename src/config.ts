@@ -107,6 +107,7 @@ const envSchema = z.object({
   MCP_MAX_CONCURRENT_STREAMS: positiveInt(10),
   MCP_SESSION_IDLE_SECONDS: positiveInt(1_800),
   MCP_MAX_SESSIONS: positiveInt(10_000),
+  MCP_TASK_TTL_SECONDS: positiveInt(86_400),
   MCP_SESSION_MODE: z.enum(['stateful', 'stateless']).default('stateful'),
   STDIO_USER: z.string().min(1).max(254).optional(),
   STDIO_API_KEY: z.string().min(1).max(256).optional(),
@@ -219,6 +220,8 @@ export interface Config {
     maxConcurrentStreams: number;
     sessionIdleSeconds: number;
     maxSessions: number;
+    /** How long an MCP task (2026-07-28 Tasks extension) is kept after it starts, finished or not. */
+    taskTtlSeconds: number;
     /**
      * Streamable HTTP: `stateful` sessions (`Mcp-Session-Id`, server-initiated streams, resumability) live in the
      * instance that opened them; `stateless` answers every POST on its own, so any instance serves any request.
@@ -388,6 +391,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
       maxConcurrentStreams: env.MCP_MAX_CONCURRENT_STREAMS,
       sessionIdleSeconds: env.MCP_SESSION_IDLE_SECONDS,
       maxSessions: env.MCP_MAX_SESSIONS,
+      taskTtlSeconds: env.MCP_TASK_TTL_SECONDS,
       sessionMode: env.MCP_SESSION_MODE,
       stdio: {
         ...(env.STDIO_USER && { username: env.STDIO_USER }),

@@ -17,6 +17,7 @@ export const agentChat = defineTool({
   outputSchema: messageResponseShape,
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   forAgent: false,
+  longRunning: true,
   handler: async ({ message, conversation_id, max_steps }, context) => {
     const response = await context.chat.complete(
       {

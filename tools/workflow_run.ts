@@ -16,6 +16,7 @@ export const workflowRun = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   // A workflow's agents call tools themselves; letting the agent start workflows would nest runs without bound.
   forAgent: false,
+  longRunning: true,
   handler: async ({ workflow_id, input }, context: ToolContext) => {
     const handle = await context.workflows.start(context.caller, workflow_id, { input });
     return runToolResult(await context.workflows.complete(handle, context.signal));
@@ -34,6 +35,7 @@ export const workflowResume = defineTool({
   },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   forAgent: false,
+  longRunning: true,
   handler: async ({ workflow_id, run_id, answer }, context: ToolContext) => {
     const handle = await context.workflows.resume(context.caller, workflow_id, run_id, answer);
     return runToolResult(await context.workflows.complete(handle, context.signal));

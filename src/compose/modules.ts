@@ -1,3 +1,4 @@
+import { hkdfSync } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { Logger } from '../logger.js';
@@ -77,12 +78,13 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
 
   const users = createUsersModule({ db: db.kysely, authz, now });
   const audit = createAuditModule({ db: db.kysely, logger, authz, now });
+  const keyEncryption = KeyEncryption.fromConfig(config, logger);
   const auth = createAuthModule({
     config,
     db: db.kysely,
     users: users.service,
     stores,
-    keyEncryption: KeyEncryption.fromConfig(config, logger),
+    keyEncryption,
     audit: audit.service,
     logger,
     now,
@@ -185,11 +187,19 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     describe: () => ({ llm_provider: llm.provider, model: llm.model, search_provider: search.provider }),
     registry: base.metrics.registry,
     logger,
+    db: db.kysely,
+    broadcast: infrastructure.broadcast,
+    now,
+    taskTtlMs: config.mcp.taskTtlSeconds * 1000,
+    // A key of its own for sealing MCP questions, derived from the key-encryption key every instance shares.
+    requestStateKey: () => new Uint8Array(hkdfSync('sha256', keyEncryption.key(), '', 'mcp request state', 32)),
     // Reached once the builder exists; servers are only built after start-up.
     published: {
       list: () => builder.service.published.list(),
       runnableBy: (caller) => builder.service.published.runnableBy(caller),
       run: (...args) => builder.service.published.run(...args),
+      resume: (...args) => builder.service.published.resume(...args),
+      cancel: (...args) => builder.service.published.cancel(...args),
       subscribe: (listener) => builder.service.published.subscribe(listener),
     },
   });
@@ -235,6 +245,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     now,
     webRoot: builtWebRoot('builder'),
     settings: webUiSettings,
+    broadcast: infrastructure.broadcast,
   });
 
   const contributors: Module<unknown>[] = [

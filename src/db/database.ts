@@ -29,6 +29,7 @@ import type {
   OAuthGrantsTable,
   OAuthRefreshTokensTable,
 } from '../modules/oauth/oauth.tables.js';
+import type { McpTasksTable } from '../mcp/tasks.tables.js';
 import type { ServicePrincipalsTable } from '../modules/service-principals/service-principals.tables.js';
 import type { SystemSettingsTable } from '../modules/system/system.tables.js';
 import type { GroupMembersTable, GroupsTable, UserIdentitiesTable, UsersTable } from '../modules/users/users.tables.js';
@@ -67,4 +68,5 @@ export interface Database {
   oauth_grants: OAuthGrantsTable;
   oauth_codes: OAuthCodesTable;
   oauth_refresh_tokens: OAuthRefreshTokensTable;
+  mcp_tasks: McpTasksTable;
 }

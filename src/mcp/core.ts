@@ -7,7 +7,9 @@ import type { McpServer as ModernMcpServer } from '@modelcontextprotocol/server'
 import { DirectTransport } from './direct-transport.js';
 import { guardTransport } from './guard.js';
 import type { McpMetrics } from './metrics.js';
-import { createModernMcpServer } from './modern.js';
+import { type ModernDeps, type RunQuestion, createModernMcpServer, questionCodec } from './modern.js';
+import type { RequestStateCodec } from '@modelcontextprotocol/server';
+import type { McpTasks } from './tasks.js';
 import type { McpPolicy } from './policy.js';
 import { type McpServerDeps, authInfoFor, authInfoHearingRefusals, createMcpServer } from './server.js';
 import type { ToolOutcome, ToolRefusal } from './tools.js';
@@ -19,8 +21,20 @@ import type { ToolOutcome, ToolRefusal } from './tools.js';
 export class McpCore {
   readonly #direct = new DirectTransport();
   #shared: Promise<McpServer> | undefined;
+  #questions: RequestStateCodec<RunQuestion> | undefined;
 
-  constructor(readonly deps: { server: McpServerDeps; policy: McpPolicy; metrics: McpMetrics; logger: Logger }) {}
+  constructor(
+    readonly deps: {
+      server: McpServerDeps;
+      policy: McpPolicy;
+      metrics: McpMetrics;
+      logger: Logger;
+      /** Tasks for the 2026-07-28 revision's clients that opt in to them. */
+      tasks?: McpTasks;
+      /** The key that seals questions' `requestState` (the same on every instance). */
+      requestStateKey?: () => Uint8Array;
+    },
+  ) {}
 
   get policy(): McpPolicy {
     return this.deps.policy;
@@ -37,7 +51,13 @@ export class McpCore {
 
   /** A server of the 2026-07-28 revision for one request of the caller's. */
   createModernServer(caller: Caller | undefined): ModernMcpServer {
-    return createModernMcpServer(this.deps.server, caller);
+    return createModernMcpServer(this.deps.server, caller, this.#modern());
+  }
+
+  #modern(): ModernDeps {
+    const { tasks, requestStateKey } = this.deps;
+    if (requestStateKey) this.#questions ??= questionCodec(requestStateKey());
+    return { ...(tasks && { tasks }), ...(this.#questions && { questions: this.#questions }) };
   }
 
   /** Calls `listener` whenever the tools on offer change (a workflow published or withdrawn); returns the stop. */

@@ -1,4 +1,8 @@
+import { randomUUID } from 'node:crypto';
+import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
+import type { Broadcast } from '../adapters/broadcast/port.js';
+import type { Database } from '../db/database.js';
 import type { Logger } from '../logger.js';
 import type { Module } from '../ports/module.js';
 import { type Caller, principalSubject } from '../ports/caller.js';
@@ -8,6 +12,7 @@ import { McpCore } from './core.js';
 import { createMcpMetrics } from './metrics.js';
 import type { McpPolicy } from './policy.js';
 import type { PublishedWorkflows } from './published.js';
+import { McpTasks } from './tasks.js';
 import { type ToolDefinition, ToolExecutor, type ToolServices } from './tools.js';
 
 export interface McpModuleDeps {
@@ -23,11 +28,21 @@ export interface McpModuleDeps {
   logger: Logger;
   /** Workflows published as tools of their own. */
   published?: PublishedWorkflows;
+  /** Where tasks are kept, and how a cancel reaches the instance running a task. */
+  db: Kysely<Database>;
+  broadcast: Broadcast;
+  now: () => Date;
+  /** How long a task is kept after it starts. */
+  taskTtlMs: number;
+  /** The key that seals the state of a question asked over several round trips (the same on every instance). */
+  requestStateKey: () => Uint8Array;
 }
 
 export interface McpParts {
   /** The MCP server every wire serves. */
   core: McpCore;
+  /** Tool calls that outlive their request (2026-07-28 Tasks extension). */
+  tasks: McpTasks;
   /** Runs tools under the policy: for MCP clients and for the agent. */
   tools: ToolExecutor;
 }
@@ -61,6 +76,15 @@ export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
   const { policy, services, logger } = deps;
   const metrics = createMcpMetrics(deps.registry);
   const tools = new ToolExecutor({ services, policy, metrics }, deps.tools);
+  const tasks = new McpTasks({
+    db: deps.db,
+    broadcast: deps.broadcast,
+    ...(deps.published && { workflows: deps.published }),
+    instanceId: randomUUID(),
+    logger,
+    now: deps.now,
+    ttlMs: deps.taskTtlMs,
+  });
   const core = new McpCore({
     server: {
       executor: tools,
@@ -72,12 +96,21 @@ export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
     policy,
     metrics,
     logger,
+    tasks,
+    requestStateKey: deps.requestStateKey,
   });
   return {
     name: 'mcp',
-    service: { core, tools },
+    service: { core, tools, tasks },
     healthChecks: [mcpServerHealthCheck(core)],
-    erasure: [{ step: 'rate_limit_counters', run: ({ user }) => policy.forget(userObject(user.id)) }],
-    stop: () => core.close(),
+    erasure: [
+      { step: 'rate_limit_counters', run: ({ user }) => policy.forget(userObject(user.id)) },
+      { step: 'mcp_tasks', run: ({ user, db }) => tasks.eraseOf(db, userObject(user.id)) },
+    ],
+    exports: [{ section: 'mcp_tasks', collect: (userId) => tasks.exportOf(userObject(userId)) }],
+    stop: async () => {
+      await tasks.stop();
+      await core.close();
+    },
   };
 }

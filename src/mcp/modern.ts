@@ -1,12 +1,19 @@
 import {
   type AuthInfo,
   type CacheHint,
+  type CallToolResult,
+  type InputRequiredResult,
   type ListToolsResult,
   McpServer,
   ProtocolError,
+  type RequestStateCodec,
   ResourceNotFoundError,
   ResourceTemplate,
+  type ServerContext,
+  createRequestStateCodec,
+  inputRequired,
 } from '@modelcontextprotocol/server';
+import { z } from 'zod';
 import type { Caller } from '../ports/caller.js';
 import {
   CONVERSATION_RESOURCE,
@@ -18,12 +25,27 @@ import {
   SERVER_CAPABILITIES,
   SERVER_INFO,
   SERVER_INFO_RESOURCE,
+  UNAUTHENTICATED_RESULT,
   callTool,
   listTools,
   toolConfig,
+  unauthenticated,
 } from './catalog.js';
 import { missingScope } from './policy.js';
-import { PUBLISHED_ANNOTATIONS, PUBLISHED_INPUT, callPublished } from './published.js';
+import {
+  PUBLISHED_ANNOTATIONS,
+  PUBLISHED_INPUT,
+  type PublishedWorkflow,
+  type WaitingRun,
+  callPublished,
+  waitingRun,
+} from './published.js';
+import { type McpTasks, type TaskView, questionRequest, readAnswer } from './tasks.js';
+import type { ToolDefinition } from './tools.js';
+
+/** The Tasks extension's identifier, in the server's capabilities and in a client's per-request ones. */
+export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
+const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 
 /**
  * How long a client may reuse each list (the 2026-07-28 revision's `ttlMs`), and who may share it. The tool list
@@ -59,23 +81,96 @@ const rethrown = (error: unknown): never => {
   throw asProtocolError(error);
 };
 
+/** What only the 2026-07-28 revision offers: tasks, and questions answered over several round trips. */
+export interface ModernDeps {
+  tasks?: McpTasks;
+  /** Seals the run a question belongs to into the `requestState` the client echoes with its answer. */
+  questions?: RequestStateCodec<RunQuestion>;
+}
+
+/** What a question's `requestState` carries: the run that asks, and the key its answer comes under. */
+export interface RunQuestion {
+  workflowId: string;
+  runId: string;
+  question: string;
+  key: string;
+}
+
+/**
+ * The codec of the questions' `requestState`: HMAC-sealed with the service's key, so that every instance can read
+ * what another minted, valid for a day, and bound to the caller who was asked (nobody else can answer with it).
+ */
+export function questionCodec(key: Uint8Array): RequestStateCodec<RunQuestion> {
+  return createRequestStateCodec<RunQuestion>({
+    key,
+    ttlSeconds: 24 * 60 * 60,
+    bind: (ctx) => callerOfAuthInfo(ctx.http?.authInfo)?.subject ?? '',
+  });
+}
+
+/** The capabilities the client declared on this request (every 2026-07-28 request carries its own). */
+function declared(ctx: ServerContext): { extensions?: unknown; elicitation?: unknown } {
+  const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
+  const capabilities = envelope?.[CLIENT_CAPABILITIES];
+  return typeof capabilities === 'object' && capabilities !== null ? capabilities : {};
+}
+
+/** The client opted in to tasks on this request. */
+function wantsTask(ctx: ServerContext): boolean {
+  const { extensions } = declared(ctx);
+  return typeof extensions === 'object' && extensions !== null && Object.hasOwn(extensions, TASKS_EXTENSION);
+}
+
+/** The client can put a form to its user (form elicitation: `{}` or one naming `form`). */
+function asksForms(ctx: ServerContext): boolean {
+  const { elicitation } = declared(ctx);
+  if (typeof elicitation !== 'object' || elicitation === null) return false;
+  const modes = Object.keys(elicitation);
+  return modes.length === 0 || modes.includes('form');
+}
+
+/** A task as the reply to the `tools/call` that started it (the extension's CreateTaskResult). */
+function taskCreated(task: TaskView): CallToolResult {
+  const { inputRequests: _, result: __, error: ___, ...base } = task;
+  return { resultType: 'task', ...base } as unknown as CallToolResult;
+}
+
+const TaskParams = z.object({ taskId: z.string().min(1).max(64) });
+const INVALID_PARAMS = -32602;
+
 /**
  * A server of the 2026-07-28 revision for one request, on `@modelcontextprotocol/server`: the same catalog as the
  * 2025-era servers (tools through the same executor and policy point, the same resources and prompts), built for
- * the caller the wire authenticated. Nothing outlives the request, so any instance serves any modern request.
+ * the caller the wire authenticated. Nothing outlives the request, so any instance serves any modern request:
+ * tasks live in the database, and a question's run travels, sealed, in the client's `requestState`.
  */
-export function createModernMcpServer(deps: McpServerDeps, caller: Caller | undefined): McpServer {
+export function createModernMcpServer(
+  deps: McpServerDeps,
+  caller: Caller | undefined,
+  modern: ModernDeps = {},
+): McpServer {
+  const { tasks } = modern;
   const server = new McpServer(SERVER_INFO, {
-    capabilities: SERVER_CAPABILITIES,
+    capabilities: { ...SERVER_CAPABILITIES, ...(tasks && { extensions: { [TASKS_EXTENSION]: {} } }) },
     instructions: INSTRUCTIONS,
     cacheHints: CACHE_HINTS,
+    ...(modern.questions && { requestState: { verify: modern.questions.verify.bind(modern.questions) } }),
   });
+  const rounds = questionRounds(deps, caller, modern);
 
   for (const tool of deps.executor.tools) {
+    const run = (args: unknown, signal: AbortSignal, ctx?: ServerContext) =>
+      callTool(deps, tool, args, caller, {
+        signal,
+        log: (level, data) => (ctx ? ctx.mcpReq.log(level, data, tool.name) : Promise.resolve()),
+      });
+    // A task's reply carries no structured content, which the SDK would refuse against the output schema: tools
+    // that may answer with a task are registered without it (tools/list still shows it, from the catalog).
+    const { outputSchema: _, ...config } = toolConfig(tool);
     server.registerTool(
       tool.name,
       {
-        ...toolConfig(tool),
+        ...(tasks && tool.longRunning ? config : toolConfig(tool)),
         // A token narrowed to reading is told, before the call, which scope to ask for (step-up: 403).
         scopeChallenge: () => {
           const scope = caller && missingScope(caller, { readOnly: tool.annotations.readOnlyHint === true });
@@ -86,15 +181,18 @@ export function createModernMcpServer(deps: McpServerDeps, caller: Caller | unde
           };
         },
       },
-      (args: unknown, ctx) =>
-        callTool(deps, tool, args, caller, {
-          signal: ctx.mcpReq.signal,
-          log: (level, data) => ctx.mcpReq.log(level, data, tool.name),
-        }),
+      async (args: unknown, ctx) => {
+        const answered = await rounds.answered(ctx, tool);
+        if (answered) return answered;
+        if (tasks && caller && tool.longRunning && wantsTask(ctx))
+          return taskCreated(await tasks.start(caller, tool.name, (signal) => run(args, signal)).catch(rethrown));
+        return rounds.ask(await run(args, ctx.mcpReq.signal, ctx), ctx);
+      },
     );
   }
   const published = deps.published;
   for (const workflow of published?.list() ?? []) {
+    const run = (input: string, signal: AbortSignal) => callPublished(published!, workflow, input, caller, signal);
     server.registerTool(
       workflow.toolName,
       {
@@ -103,7 +201,15 @@ export function createModernMcpServer(deps: McpServerDeps, caller: Caller | unde
         inputSchema: PUBLISHED_INPUT,
         annotations: PUBLISHED_ANNOTATIONS,
       },
-      ({ input }, ctx) => callPublished(published!, workflow, input, caller, ctx.mcpReq.signal),
+      async ({ input }, ctx) => {
+        const answered = await rounds.answered(ctx, workflow);
+        if (answered) return answered;
+        if (tasks && caller && wantsTask(ctx))
+          return taskCreated(
+            await tasks.start(caller, workflow.toolName, (signal) => run(input, signal)).catch(rethrown),
+          );
+        return rounds.ask(await run(input, ctx.mcpReq.signal), ctx);
+      },
     );
   }
   // Each caller sees only the tools it may use, as on the 2025-era servers.
@@ -111,6 +217,27 @@ export function createModernMcpServer(deps: McpServerDeps, caller: Caller | unde
   server.server.setRequestHandler('tools/list', async () => ({
     tools: (await listTools(deps, caller)) as unknown as ListToolsResult['tools'],
   }));
+
+  if (tasks) {
+    const owner = () => caller ?? rethrown(unauthenticated());
+    server.server.setRequestHandler('tasks/get', { params: TaskParams }, ({ taskId }) =>
+      tasks
+        .get(owner(), taskId)
+        .then((task): Record<string, unknown> => ({ ...task }))
+        .catch(rethrown),
+    );
+    // The SDK lifts a request's `inputResponses` out of its params, for every method: they are in the context.
+    server.server.setRequestHandler('tasks/update', { params: TaskParams }, async ({ taskId }, ctx) => {
+      const responses = ctx.mcpReq.inputResponses;
+      if (!responses) throw new ProtocolError(INVALID_PARAMS, 'tasks/update needs inputResponses');
+      await tasks.update(owner(), taskId, responses).catch(rethrown);
+      return {};
+    });
+    server.server.setRequestHandler('tasks/cancel', { params: TaskParams }, async ({ taskId }) => {
+      await tasks.cancel(owner(), taskId).catch(rethrown);
+      return {};
+    });
+  }
 
   const info = SERVER_INFO_RESOURCE;
   server.registerResource(info.name, info.uri, info.metadata, (uri) => info.read(deps, uri.href));
@@ -129,4 +256,68 @@ export function createModernMcpServer(deps: McpServerDeps, caller: Caller | unde
     );
   }
   return server;
+}
+
+/**
+ * A workflow that stops at a human node asks its question in the reply (`input_required`), when the client can put
+ * a form to its user; the client calls the tool again with the answer, and the run goes on from its checkpoint, on
+ * whichever instance the retry reaches. Clients that cannot ask get the waiting run, which `workflow_resume`
+ * answers, as on the 2025-era wires.
+ */
+function questionRounds(deps: McpServerDeps, caller: Caller | undefined, modern: ModernDeps) {
+  const { questions } = modern;
+  const { published } = deps;
+  // Answers to `workflow_run` go through the policy point like any call of `workflow_resume`.
+  const resumeTool = deps.executor.tools.find((t) => t.name === 'workflow_resume');
+
+  const resume = (via: ToolDefinition | PublishedWorkflow, state: RunQuestion, answer: string, signal: AbortSignal) => {
+    if ('toolName' in via) {
+      return published!
+        .runnableBy(caller!)
+        .then((runnable) =>
+          runnable.has(state.workflowId)
+            ? published!.resume(caller!, state.workflowId, state.runId, answer, signal)
+            : UNAUTHENTICATED_RESULT,
+        );
+    }
+    const args = { workflow_id: state.workflowId, run_id: state.runId, answer };
+    return callTool(deps, resumeTool!, args, caller, { signal, log: () => Promise.resolve() });
+  };
+
+  const question = async (waiting: Pick<WaitingRun, 'workflowId' | 'runId' | 'question'>, ctx: ServerContext) => {
+    const key = `answer-${waiting.runId.slice(0, 8)}-${Date.now().toString(36)}`;
+    const state = { workflowId: waiting.workflowId, runId: waiting.runId, question: waiting.question, key };
+    return inputRequired({
+      inputRequests: { [key]: inputRequired.elicit(questionRequest(waiting.question).params) },
+      requestState: await questions!.mint(state, ctx),
+    });
+  };
+
+  const enabled = Boolean(questions && published && caller && resumeTool);
+  return {
+    /** The tool's result, or its waiting run's question when the client can ask its user. */
+    async ask(result: CallToolResult, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> {
+      const waiting = enabled && asksForms(ctx) ? waitingRun(result) : undefined;
+      return waiting ? question(waiting, ctx) : result;
+    },
+    /** A retry carrying the answer to a question asked earlier: the run goes on (undefined for a first call). */
+    async answered(
+      ctx: ServerContext,
+      via: ToolDefinition | PublishedWorkflow,
+    ): Promise<CallToolResult | InputRequiredResult | undefined> {
+      const state = enabled ? ctx.mcpReq.requestState<RunQuestion>() : undefined;
+      if (!state || typeof state !== 'object') return undefined;
+      const response = readAnswer(ctx.mcpReq.inputResponses?.[state.key]);
+      if (response.kind === 'invalid') return question(state, ctx);
+      if (response.kind === 'declined') {
+        await published!.cancel(caller!, state.workflowId, state.runId).catch(() => undefined);
+        return {
+          content: [{ type: 'text', text: 'The question was declined, so the run was stopped.' }],
+          structuredContent: { workflow_id: state.workflowId, run_id: state.runId, status: 'cancelled' },
+          isError: false,
+        };
+      }
+      return this.ask(await resume(via, state, response.answer, ctx.mcpReq.signal), ctx);
+    },
+  };
 }

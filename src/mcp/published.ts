@@ -24,7 +24,41 @@ export interface PublishedWorkflows {
   /** The ids of the workflows the caller may run. */
   runnableBy(caller: Caller): Promise<ReadonlySet<string>>;
   run(caller: Caller, workflowId: string, input: string, signal: AbortSignal): Promise<CallToolResult>;
+  /** Answers the question a waiting run asks, and runs it on to its end or its next question. */
+  resume(
+    caller: Caller,
+    workflowId: string,
+    runId: string,
+    answer: string,
+    signal: AbortSignal,
+  ): Promise<CallToolResult>;
+  /** Stops a waiting run for good (its question will not be answered). */
+  cancel(caller: Caller, workflowId: string, runId: string): Promise<void>;
   subscribe(listener: (change: PublishedChange) => void): () => void;
+}
+
+/** A run that stopped at a human node, as a workflow tool's result shows it. */
+export interface WaitingRun {
+  workflowId: string;
+  runId: string;
+  node: string;
+  question: string;
+}
+
+/** The run a workflow tool's result is waiting in, if it stopped at a question. */
+export function waitingRun(result: { structuredContent?: unknown }): WaitingRun | undefined {
+  const run = result.structuredContent as
+    | { status?: unknown; workflow_id?: unknown; run_id?: unknown; waiting_node?: unknown; question?: unknown }
+    | undefined;
+  if (run?.status !== 'waiting') return undefined;
+  const { workflow_id, run_id, waiting_node, question } = run;
+  if (typeof workflow_id !== 'string' || typeof run_id !== 'string' || typeof question !== 'string') return undefined;
+  return {
+    workflowId: workflow_id,
+    runId: run_id,
+    node: typeof waiting_node === 'string' ? waiting_node : '',
+    question,
+  };
 }
 
 /** The arguments of every published workflow's tool. */

@@ -46,6 +46,8 @@ export interface ToolDefinition<Shape extends z.ZodRawShape = z.ZodRawShape> {
   annotations: ToolAnnotations;
   /** Whether the agent may call it from its tool loop (not the tools that run the agent themselves). */
   forAgent: boolean;
+  /** Whether a client that supports tasks (2026-07-28 Tasks extension) gets a task to poll rather than a wait. */
+  longRunning?: boolean;
   handler: (args: z.output<z.ZodObject<Shape>>, context: ToolContext) => Promise<CallToolResult>;
 }
 

@@ -61,6 +61,19 @@ export interface ExportedOAuthGrant {
   last_used_at: string | null;
 }
 
+/** An MCP task the user started: what it ran, how it stands, and what it answered. */
+export interface ExportedMcpTask {
+  task_id: string;
+  tool: string;
+  status: 'working' | 'input_required' | 'completed' | 'failed' | 'cancelled';
+  status_message: string | null;
+  created_at: string;
+  updated_at: string;
+  expires_at: string;
+  result: object | null;
+  error: object | null;
+}
+
 /** The export's sections that other modules contribute, by name. */
 export interface ExportSections {
   sessions: ExportedSession[];
@@ -68,6 +81,7 @@ export interface ExportSections {
   playground_sessions: ExportedPlaygroundSession[];
   workflows: ExportedWorkflow[];
   oauth_grants: ExportedOAuthGrant[];
+  mcp_tasks: ExportedMcpTask[];
   audit_log: ExportedAuditEvent[];
 }
 

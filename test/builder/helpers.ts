@@ -84,3 +84,21 @@ export function linear(name = 'Linear') {
     ],
   };
 }
+
+/** Asks a person first, then lets the model answer what they said: the answer shows in the run's output. */
+export function askThenAnswer(name = 'Ask, then answer') {
+  return {
+    name,
+    nodes: [
+      { id: 'start', type: 'start', position: at(0), data: {} },
+      { id: 'ask', type: 'human', position: at(200), data: { question: 'What should I say?' } },
+      { id: 'reply', type: 'agent', position: at(400), data: { system_prompt: 'Repeat it.' } },
+      { id: 'end', type: 'end', position: at(600), data: {} },
+    ],
+    edges: [
+      { id: 'e1', source: 'start', target: 'ask' },
+      { id: 'e2', source: 'ask', target: 'reply' },
+      { id: 'e3', source: 'reply', target: 'end' },
+    ],
+  };
+}

@@ -53,6 +53,7 @@ function fromCsv(text: string): DataExport {
     playground_sessions: [],
     workflows: [],
     oauth_grants: [],
+    mcp_tasks: [],
     consents: [],
     audit_log: [],
   };
@@ -112,6 +113,7 @@ describe('GET /api/v1/users/me/data', () => {
       playground_sessions: [],
       workflows: [],
       oauth_grants: [],
+      mcp_tasks: [],
       consents: [
         {
           consent_id: expect.any(String) as unknown,
@@ -248,6 +250,7 @@ describe('CSV of an export', () => {
       playground_sessions: [],
       workflows: [],
       oauth_grants: [],
+      mcp_tasks: [],
       consents: [],
       audit_log: tricky.map((t, i) => ({ event_id: `${i}`, event_type: t, timestamp: 't', ip_address: null })),
     };

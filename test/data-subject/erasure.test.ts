@@ -139,6 +139,7 @@ describe('DELETE /api/v1/users/me', () => {
         conversations: 1,
         playground_sessions: 0,
         workflows: 0,
+        mcp_tasks: 0,
         preferences: 1,
         consents: 3,
         profile: 1,

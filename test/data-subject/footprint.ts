@@ -23,6 +23,7 @@ export const STEP_ORDER = [
   'conversations',
   'playground_sessions',
   'workflows',
+  'mcp_tasks',
   'preferences',
   'consents',
   'audit_logs',

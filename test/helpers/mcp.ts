@@ -27,6 +27,63 @@ export function postMcp(app: App, token: string, message: { method: string; para
   });
 }
 
+/** The 2026-07-28 revision, as its requests name it. */
+export const MODERN_REVISION = '2026-07-28';
+export const TASKS_CAPABILITY = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+
+export interface RpcReply {
+  status: number;
+  result?: Record<string, unknown>;
+  error?: { code: number; message: string; data?: unknown };
+}
+
+/**
+ * One JSON-RPC request of the 2026-07-28 revision, written by hand: its `_meta` envelope with the capabilities
+ * given, and the routing headers. The reply's last message, whether sent as JSON or as a server-sent event.
+ */
+export async function postModern(
+  app: App,
+  token: string,
+  method: string,
+  params: Record<string, unknown>,
+  capabilities: Record<string, unknown> = {},
+): Promise<RpcReply> {
+  const name = method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
+  const res = await fetch(`${app.url('main')}/mcp`, {
+    method: 'POST',
+    headers: {
+      Authorization: `Bearer ${token}`,
+      'Content-Type': 'application/json',
+      Accept: 'application/json, text/event-stream',
+      'Mcp-Protocol-Version': MODERN_REVISION,
+      'Mcp-Method': method,
+      ...(typeof name === 'string' && { 'Mcp-Name': name }),
+    },
+    body: JSON.stringify({
+      jsonrpc: '2.0',
+      id: 1,
+      method,
+      params: {
+        ...params,
+        _meta: {
+          'io.modelcontextprotocol/protocolVersion': MODERN_REVISION,
+          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
+          'io.modelcontextprotocol/clientCapabilities': capabilities,
+        },
+      },
+    }),
+  });
+  const text = await res.text();
+  const messages = res.headers.get('content-type')?.includes('text/event-stream')
+    ? text
+        .split('\n')
+        .filter((line) => line.startsWith('data:'))
+        .map((line) => line.slice(5).trim())
+    : [text];
+  const last = JSON.parse(messages.at(-1)!) as Omit<RpcReply, 'status'>;
+  return { status: res.status, ...last };
+}
+
 const MAIN = join(import.meta.dirname, '../../src/main.ts');
 
 /** The tools a user may call by default, in the order the server lists them. */

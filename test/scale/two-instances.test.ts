@@ -3,9 +3,11 @@ import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/
 import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
+import { askThenAnswer } from '../builder/helpers.js';
 import { startTestApp } from '../helpers/app.js';
+import { requester } from '../helpers/client.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
-import { postMcp } from '../helpers/mcp.js';
+import { MODERN_REVISION, TASKS_CAPABILITY, postMcp, postModern } from '../helpers/mcp.js';
 import {
   createPostgresDatabase,
   describeWithService,
@@ -199,6 +201,63 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
       expect(res.headers.get('mcp-session-id')).toBe(id);
       expect(await res.text()).toContain('conversation_search');
       await client.close();
+    });
+
+    it('offers a workflow published through one instance on the other, and runs it as a task across both', async () => {
+      const token = (await login(c)).body.access_token as string;
+      // A 2026-07-28 client listening on D hears of a publication made through C.
+      const listener = new ModernClient(
+        { name: 'listener', version: '1.0.0' },
+        { versionNegotiation: { mode: { pin: MODERN_REVISION } } },
+      );
+      await listener.connect(
+        new ModernTransport(new URL(`${d.url('main')}/mcp`), {
+          requestInit: { headers: { Authorization: `Bearer ${token}` } },
+        }),
+      );
+      const changed = new Promise<void>((resolve) =>
+        listener.setNotificationHandler('notifications/tools/list_changed', () => resolve()),
+      );
+      const subscription = await listener.listen({ toolsListChanged: true });
+      const builder = requester(c, { token }, 'builder');
+      const created = await builder.post('/api/builder/workflows', askThenAnswer('Across instances'));
+      const published = await builder.post(`/api/builder/workflows/${created.body.workflow_id as string}/publish`);
+      const tool = published.body.tool_name as string;
+      await changed;
+      expect((await listener.listTools()).tools.map((t) => t.name)).toContain(tool);
+      await subscription.close();
+      await listener.close();
+
+      // A task started through C is polled and answered through D, and finishes; C reads its result.
+      const started = await postModern(
+        c,
+        token,
+        'tools/call',
+        { name: tool, arguments: { input: 'Hi' } },
+        TASKS_CAPABILITY,
+      );
+      const taskId = started.result!.taskId as string;
+      const get = (app: App) => postModern(app, token, 'tasks/get', { taskId }, TASKS_CAPABILITY);
+      await expect.poll(async () => (await get(d)).result?.status, { interval: 100 }).toBe('input_required');
+      const [key] = Object.keys((await get(d)).result!.inputRequests as Record<string, unknown>);
+      const answer = { [key!]: { action: 'accept', content: { answer: 'green herons' } } };
+      await postModern(d, token, 'tasks/update', { taskId, inputResponses: answer }, TASKS_CAPABILITY);
+      await expect.poll(async () => (await get(c)).result?.status, { interval: 100 }).toBe('completed');
+      const finished = (await get(c)).result!.result as { structuredContent: { output: string } };
+      expect(finished.structuredContent.output).toMatch(/you said "green herons"/);
+
+      // A question asked through C is answered on the retry through D: its state is sealed with the shared key.
+      const forms = { elicitation: { form: {} } };
+      const asked = await postModern(c, token, 'tools/call', { name: tool, arguments: { input: 'Hi' } }, forms);
+      const { inputRequests, requestState } = asked.result as { inputRequests: object; requestState: string };
+      const retry = {
+        name: tool,
+        arguments: { input: 'Hi' },
+        requestState,
+        inputResponses: { [Object.keys(inputRequests)[0]!]: { action: 'accept', content: { answer: 'grey seals' } } },
+      };
+      const answered = await postModern(d, token, 'tools/call', retry, forms);
+      expect(answered.result).toMatchObject({ structuredContent: { status: 'completed' } });
     });
 
     it("does not let another user continue someone's session on another instance", async () => {

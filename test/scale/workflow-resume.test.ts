@@ -1,5 +1,6 @@
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
+import { askThenAnswer } from '../builder/helpers.js';
 import { startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, PASSWORD, call, createUser } from '../helpers/auth.js';
 import { type Json, type Requester, requester } from '../helpers/client.js';
@@ -16,24 +17,6 @@ import {
  * instances: whichever resume comes second, on whichever instance, is refused with 409.
  */
 const services = await probePostgresAndRedis();
-
-const at = (x: number) => ({ x, y: 0 });
-
-/** Asks a person first, then lets the model answer what they said: the answer shows in the run's output. */
-const askThenAnswer = {
-  name: 'Ask, then answer',
-  nodes: [
-    { id: 'start', type: 'start', position: at(0), data: {} },
-    { id: 'ask', type: 'human', position: at(200), data: { question: 'What should I say?' } },
-    { id: 'reply', type: 'agent', position: at(400), data: { system_prompt: 'Repeat it.' } },
-    { id: 'end', type: 'end', position: at(600), data: {} },
-  ],
-  edges: [
-    { id: 'e1', source: 'start', target: 'ask' },
-    { id: 'e2', source: 'ask', target: 'reply' },
-    { id: 'e3', source: 'reply', target: 'end' },
-  ],
-};
 
 describeWithService('a workflow run paused on one instance resumes on another', services, () => {
   let a: App;
@@ -66,7 +49,7 @@ describeWithService('a workflow run paused on one instance resumes on another', 
 
   /** Creates the workflow on A and runs it there until it waits for the person: the run's id. */
   async function pausedOnA(): Promise<{ base: string; runId: string }> {
-    const created = await onA.post('/api/builder/workflows', askThenAnswer);
+    const created = await onA.post('/api/builder/workflows', askThenAnswer());
     expect(created.status).toBe(201);
     const base = `/api/builder/workflows/${created.body.workflow_id as string}`;
     const run = await onA.post(`${base}/run`, { input: 'Hello' });

@@ -1,3 +1,4 @@
+import type { Broadcast } from '../../adapters/broadcast/port.js';
 import { staticSite } from '../../http/static-site.js';
 import type { Module } from '../../ports/module.js';
 import { userObject } from '../../ports/subjects.js';
@@ -12,6 +13,8 @@ export type BuilderModuleDeps = Omit<BuilderDeps, 'catalog'> &
     settings: BuilderRouteDeps['config'];
     /** The built web UI (`npm run build:web`), served at the builder listener's `/`. */
     webRoot: string;
+    /** Tells every instance when a workflow is published, changed or withdrawn. */
+    broadcast: Broadcast;
   };
 
 export interface BuilderParts {
@@ -29,7 +32,12 @@ export function createBuilderModule(deps: BuilderModuleDeps): Module<BuilderPart
   const published = new PublishedCatalog(deps);
   const builder = new BuilderService({ ...deps, catalog: published });
   const runs = new WorkflowRuns({ ...deps, builder });
-  published.bind(async (caller, id, input, signal) => runs.complete(await runs.start(caller, id, { input }), signal));
+  published.bind({
+    run: async (caller, id, input, signal) => runs.complete(await runs.start(caller, id, { input }), signal),
+    resume: async (caller, id, runId, answer, signal) =>
+      runs.complete(await runs.resume(caller, id, runId, answer), signal),
+    cancel: (caller, id, runId) => runs.cancel(caller, id, runId),
+  });
   return {
     name: 'builder',
     service: { builder, runs, published },
@@ -41,6 +49,7 @@ export function createBuilderModule(deps: BuilderModuleDeps): Module<BuilderPart
       { step: 'workflows', run: ({ user, db }) => builder.eraseRowsOf(db, userObject(user.id)) },
     ],
     start: () => published.load((id, version) => builder.definitionOf(id, version)),
+    stop: () => published.stop(),
     exports: [{ section: 'workflows', collect: (userId) => builder.exportOf(userObject(userId)) }],
   };
 }

@@ -1,6 +1,9 @@
+import { randomUUID } from 'node:crypto';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { Kysely } from 'kysely';
 import type { AuthzService } from '../../adapters/authz/port.js';
+import type { Broadcast } from '../../adapters/broadcast/port.js';
+import type { Logger } from '../../logger.js';
 import type { Database } from '../../db/database.js';
 import type { PublishedChange, PublishedWorkflow, PublishedWorkflows } from '../../mcp/published.js';
 import type { Caller } from '../../ports/caller.js';
@@ -10,8 +13,12 @@ import type { z } from 'zod';
 import type { Run } from './builder.schemas.js';
 
 type RunView = z.output<typeof Run>;
-/** Runs a workflow to its end or its first question (the run service, built after the catalog). */
-type RunToEnd = (caller: Caller, workflowId: string, input: string, signal: AbortSignal) => Promise<RunView>;
+/** How the tools run workflows: to their end or their first question, answered, or stopped while waiting. */
+interface PublishedRuns {
+  run(caller: Caller, workflowId: string, input: string, signal: AbortSignal): Promise<RunView>;
+  resume(caller: Caller, workflowId: string, runId: string, answer: string, signal: AbortSignal): Promise<RunView>;
+  cancel(caller: Caller, workflowId: string, runId: string): Promise<unknown>;
+}
 
 /** The tool name a published workflow gets: readable, and unique by a piece of its id. */
 export function toolNameFor(workflowId: string, name: string): string {
@@ -61,42 +68,98 @@ export function runToolResult(run: RunView): CallToolResult {
   };
 }
 
+/** Tells the other instances that a workflow's publication changed; each reads it again from the database. */
+const CHANGED_CHANNEL = 'builder-published';
+
+type DefinitionOf = (id: string, version: number) => Promise<Workflow>;
+
 /**
- * The published workflows of this instance, kept in memory (loaded at start, changed by publish, unpublish, save
- * and delete) so that every MCP server can offer them without a query; changes are told to the servers.
+ * The published workflows, kept in memory on every instance (loaded at start, changed by publish, unpublish, save
+ * and delete) so that every MCP server can offer them without a query; changes are told to the servers, here and,
+ * through the broadcast, on every other instance.
  */
 export class PublishedCatalog implements PublishedWorkflows {
   readonly #entries = new Map<string, PublishedWorkflow>();
   readonly #listeners = new Set<(change: PublishedChange) => void>();
-  #run: RunToEnd | undefined;
+  /** This instance, in what it broadcasts: its own messages it has already applied. */
+  readonly #origin = randomUUID();
+  #runs: PublishedRuns | undefined;
+  #definitionOf: DefinitionOf | undefined;
+  #stopListening: (() => void) | undefined;
 
-  constructor(private readonly deps: { db: Kysely<Database>; authz: AuthzService }) {}
+  constructor(
+    private readonly deps: { db: Kysely<Database>; authz: AuthzService; broadcast?: Broadcast; logger?: Logger },
+  ) {}
 
   /** How the tools run a workflow (the run service is built after the catalog). */
-  bind(run: RunToEnd): void {
-    this.#run = run;
+  bind(runs: PublishedRuns): void {
+    this.#runs = runs;
   }
 
-  async load(definitionOf: (id: string, version: number) => Promise<Workflow>): Promise<void> {
+  async load(definitionOf: DefinitionOf): Promise<void> {
+    this.#definitionOf = definitionOf;
+    this.#stopListening = this.deps.broadcast?.subscribe(CHANGED_CHANNEL, (message) => {
+      const { origin, workflowId } = JSON.parse(message) as { origin: string; workflowId: string };
+      if (origin === this.#origin) return;
+      this.#refresh(workflowId).catch((err: unknown) =>
+        this.deps.logger?.warn({ err, workflow: workflowId }, 'published workflow not refreshed'),
+      );
+    });
     const rows = await this.deps.db
       .selectFrom('workflows')
       .select(['id', 'tool_name', 'current_version'])
       .where('tool_name', 'is not', null)
       .execute();
     for (const row of rows)
-      this.put(publishedEntry(row.id, row.tool_name!, await definitionOf(row.id, row.current_version)));
+      this.#set(publishedEntry(row.id, row.tool_name!, await definitionOf(row.id, row.current_version)));
   }
 
+  stop(): void {
+    this.#stopListening?.();
+  }
+
+  /** Offers (or describes anew) a workflow, here and on every instance. */
   put(entry: PublishedWorkflow): void {
+    this.#set(entry);
+    this.#announce(entry.workflowId);
+  }
+
+  /** Withdraws a workflow, here and on every instance. */
+  remove(workflowId: string): void {
+    this.#delete(workflowId);
+    this.#announce(workflowId);
+  }
+
+  #set(entry: PublishedWorkflow): void {
     this.#entries.set(entry.workflowId, entry);
     this.#tell({ kind: 'published', workflow: entry });
   }
 
-  remove(workflowId: string): void {
+  #delete(workflowId: string): void {
     const entry = this.#entries.get(workflowId);
     if (!entry) return;
     this.#entries.delete(workflowId);
     this.#tell({ kind: 'unpublished', toolName: entry.toolName });
+  }
+
+  #announce(workflowId: string): void {
+    this.deps.broadcast
+      ?.publish(CHANGED_CHANNEL, JSON.stringify({ origin: this.#origin, workflowId }))
+      .catch((err: unknown) => this.deps.logger?.warn({ err, workflow: workflowId }, 'publication not broadcast'));
+  }
+
+  /** Reads a workflow's publication from the database after another instance changed it. */
+  async #refresh(workflowId: string): Promise<void> {
+    const row = await this.deps.db
+      .selectFrom('workflows')
+      .select(['id', 'tool_name', 'current_version'])
+      .where('id', '=', workflowId)
+      .executeTakeFirst();
+    if (!row || row.tool_name === null || !this.#definitionOf) {
+      this.#delete(workflowId);
+      return;
+    }
+    this.#set(publishedEntry(row.id, row.tool_name, await this.#definitionOf(row.id, row.current_version)));
   }
 
   list(): PublishedWorkflow[] {
@@ -110,7 +173,21 @@ export class PublishedCatalog implements PublishedWorkflows {
   }
 
   async run(caller: Caller, workflowId: string, input: string, signal: AbortSignal): Promise<CallToolResult> {
-    return runToolResult(await this.#run!(caller, workflowId, input, signal));
+    return runToolResult(await this.#runs!.run(caller, workflowId, input, signal));
+  }
+
+  async resume(
+    caller: Caller,
+    workflowId: string,
+    runId: string,
+    answer: string,
+    signal: AbortSignal,
+  ): Promise<CallToolResult> {
+    return runToolResult(await this.#runs!.resume(caller, workflowId, runId, answer, signal));
+  }
+
+  async cancel(caller: Caller, workflowId: string, runId: string): Promise<void> {
+    await this.#runs!.cancel(caller, workflowId, runId);
   }
 
   subscribe(listener: (change: PublishedChange) => void): () => void {

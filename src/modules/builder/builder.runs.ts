@@ -101,6 +101,18 @@ export class WorkflowRuns {
     return this.#handle(caller, claimed, new Command({ resume: answer }));
   }
 
+  /** Stops a waiting run for good: its question is not answered (409 when it is not waiting). */
+  async cancel(caller: Caller, workflowId: string, runId: string): Promise<RunView> {
+    await this.deps.builder.access(caller, workflowId, 'executor');
+    const run = await findRun(this.deps.db, workflowId, runId);
+    if (!run) throw runNotFound(runId);
+    const at = this.deps.now().toISOString();
+    if (run.status !== 'waiting' || !(await claimRun(this.deps.db, run.id, 'waiting', 'cancelled', at)))
+      throw runNotWaiting((await findRun(this.deps.db, workflowId, runId))?.status ?? run.status);
+    await updateRun(this.deps.db, run.id, { question: null, waiting_node: null, error: 'The run was stopped' });
+    return runView({ ...run, status: 'cancelled', question: null, waiting_node: null, updated_at: at });
+  }
+
   async list(caller: Caller, workflowId: string, limit: number): Promise<RunView[]> {
     await this.deps.builder.access(caller, workflowId, 'viewer');
     return (await listRuns(this.deps.db, workflowId, limit)).map(runView);

@@ -42,13 +42,23 @@ export function dataExportCsv(data: DataExport): string {
     playground_sessions,
     workflows,
     oauth_grants,
+    mcp_tasks,
     consents,
     audit_log,
     ...top
   } = data;
   add('export', 1, top);
   add('profile', 1, profile);
-  const lists = { sessions, conversations, playground_sessions, workflows, oauth_grants, consents, audit_log };
+  const lists = {
+    sessions,
+    conversations,
+    playground_sessions,
+    workflows,
+    oauth_grants,
+    mcp_tasks,
+    consents,
+    audit_log,
+  };
   for (const [section, items] of Object.entries(lists) as [string, object[]][]) {
     items.forEach((item, i) => add(section, i + 1, item));
   }

@@ -84,6 +84,19 @@ const DataExport = z
         last_used_at: z.iso.datetime().nullable(),
       }),
     ),
+    mcp_tasks: z.array(
+      z.object({
+        task_id: z.string(),
+        tool: z.string(),
+        status: z.enum(['working', 'input_required', 'completed', 'failed', 'cancelled']),
+        status_message: z.string().nullable(),
+        created_at: z.iso.datetime(),
+        updated_at: z.iso.datetime(),
+        expires_at: z.iso.datetime(),
+        result: z.record(z.string(), z.unknown()).nullable(),
+        error: z.record(z.string(), z.unknown()).nullable(),
+      }),
+    ),
     consents: z.array(
       z.object({
         consent_id: z.string(),

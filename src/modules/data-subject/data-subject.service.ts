@@ -117,6 +117,7 @@ export class DataSubjectService {
       playground_sessions: sections.playground_sessions ?? [],
       workflows: sections.workflows ?? [],
       oauth_grants: sections.oauth_grants ?? [],
+      mcp_tasks: sections.mcp_tasks ?? [],
       consents: consents.map((c) => ({
         consent_id: c.id,
         consent_type: c.consent_type,

@@ -24,6 +24,7 @@ const PLAN: readonly Omit<ErasureStep, 'run'>[] = [
   inside('conversations'),
   inside('playground_sessions'),
   inside('workflows'),
+  inside('mcp_tasks'),
   inside('preferences'),
   inside('consents'),
   inside('audit_logs', 'anonymized'),

@@ -1,0 +1,282 @@
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import { describe, expect, it } from 'vitest';
+import type { App } from '../../src/app.js';
+import { askThenAnswer } from '../builder/helpers.js';
+import { startFakeOpenAi } from '../fakes/openai.js';
+import { closeAfterEach, startTestApp } from '../helpers/app.js';
+import { ADMIN_PASSWORD, accessToken, createUser } from '../helpers/auth.js';
+import { type Json, requester, startTestClient } from '../helpers/client.js';
+import { MODERN_REVISION, type RpcReply, TASKS_CAPABILITY, postModern } from '../helpers/mcp.js';
+
+/**
+ * What the 2026-07-28 revision adds for work that needs a person or takes long: a workflow's human question asked
+ * in the reply (`input_required`) and answered on the retry, and the Tasks extension (a task to poll, answer and
+ * cancel), kept in the database so that it outlives a restart.
+ */
+const closing = closeAfterEach();
+const FORMS = { elicitation: { form: {} } };
+
+/** Creates and publishes the ask-then-answer workflow as the user: its id and tool name. */
+async function publishAskThenAnswer(app: App, token: string) {
+  const builder = requester(app, { token }, 'builder');
+  const created = await builder.post('/api/builder/workflows', askThenAnswer());
+  expect(created.status).toBe(201);
+  const id = created.body.workflow_id as string;
+  const published = await builder.post(`/api/builder/workflows/${id}/publish`);
+  expect(published.status).toBe(200);
+  return { id, tool: published.body.tool_name as string, builder };
+}
+
+/** A client of the revision that puts every question to its "user", who answers with `reply`. */
+async function askingClient(app: App, token: string, reply: (message: string) => Json) {
+  const asked: string[] = [];
+  const client = closing(
+    new Client(
+      { name: 'asking', version: '1.0.0' },
+      { versionNegotiation: { mode: { pin: MODERN_REVISION } }, capabilities: { elicitation: { form: {} } } },
+    ),
+  );
+  client.setRequestHandler('elicitation/create', (request) => {
+    const { message } = request.params as { message: string };
+    asked.push(message);
+    return Promise.resolve(reply(message) as never);
+  });
+  await client.connect(
+    new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+    }),
+  );
+  return { client, asked };
+}
+
+const task = (app: App, token: string, method: string, params: Json) =>
+  postModern(app, token, method, params, TASKS_CAPABILITY);
+
+/** Polls the task until its status is `status` (or the poll times out): the task as it then stands. */
+async function until(app: App, token: string, taskId: string, status: string): Promise<Json> {
+  let last: RpcReply | undefined;
+  await expect
+    .poll(
+      async () => {
+        last = await task(app, token, 'tasks/get', { taskId });
+        return last.result?.status ?? last.error;
+      },
+      { timeout: 10_000, interval: 200 },
+    )
+    .toBe(status);
+  return last!.result!;
+}
+
+describe('a workflow’s question over several round trips (input_required)', () => {
+  it('asks the question in the reply, and the retry with the answer completes the run', async () => {
+    const { app, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const { tool, id, builder } = await publishAskThenAnswer(app, alice.token);
+    const { client, asked } = await askingClient(app, alice.token, () => ({
+      action: 'accept',
+      content: { answer: 'blue otters' },
+    }));
+
+    const result = await client.callTool({ name: tool, arguments: { input: 'Hello' } });
+    expect(asked).toEqual(['What should I say?']);
+    expect(result.isError).toBe(false);
+    expect(result.structuredContent).toMatchObject({
+      workflow_id: id,
+      status: 'completed',
+      path: expect.any(Array) as unknown,
+    });
+    expect((result.structuredContent as { output: string }).output).toMatch(/you said "blue otters"/);
+    const runs = await builder.get<Json[]>(`/api/builder/workflows/${id}/runs`);
+    expect(runs.body).toEqual([expect.objectContaining({ status: 'completed' })]);
+
+    // workflow_run, a tool of the service's own, asks the same way (its answer goes through the policy point).
+    const direct = await client.callTool({ name: 'workflow_run', arguments: { workflow_id: id, input: 'Again' } });
+    expect(asked).toHaveLength(2);
+    expect(direct.structuredContent).toMatchObject({ status: 'completed' });
+  });
+
+  it('stops the run when the user declines, and leaves it waiting for a client that cannot ask', async () => {
+    const { app, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const { tool, id, builder } = await publishAskThenAnswer(app, alice.token);
+    const { client } = await askingClient(app, alice.token, () => ({ action: 'decline' }));
+    const declined = await client.callTool({ name: tool, arguments: { input: 'Hello' } });
+    expect(declined.structuredContent).toMatchObject({ status: 'cancelled' });
+    const run = await builder.get(
+      `/api/builder/workflows/${id}/runs/${(declined.structuredContent as Json).run_id as string}`,
+    );
+    expect(run.body).toMatchObject({ status: 'cancelled', question: null });
+
+    // Without the elicitation capability the run waits, for workflow_resume to answer, as on the 2025-era wires.
+    const plain = await postModern(app, alice.token, 'tools/call', { name: tool, arguments: { input: 'Hi' } });
+    expect(plain.result).toMatchObject({
+      resultType: 'complete',
+      isError: false,
+      structuredContent: { status: 'waiting', question: 'What should I say?' },
+    });
+  });
+
+  it('refuses a request state it did not seal for this caller', async () => {
+    const { app, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const bob = await as('bob');
+    const { tool } = await publishAskThenAnswer(app, alice.token);
+    const first = await postModern(app, alice.token, 'tools/call', { name: tool, arguments: { input: 'Hi' } }, FORMS);
+    expect(first.result).toMatchObject({ resultType: 'input_required' });
+    const { inputRequests, requestState } = first.result as { inputRequests: Json; requestState: string };
+    const [key] = Object.keys(inputRequests);
+    expect(inputRequests[key!]).toMatchObject({
+      method: 'elicitation/create',
+      params: { mode: 'form', message: 'What should I say?', requestedSchema: { required: ['answer'] } },
+    });
+    const answer = { [key!]: { action: 'accept', content: { answer: 'mine' } } };
+
+    // Another user replaying alice's state, and a forged state: the revision's invalid-state error, nothing run.
+    const args = { name: tool, arguments: { input: 'Hi' }, inputResponses: answer };
+    for (const [token, state] of [
+      [bob.token, requestState],
+      [alice.token, `${requestState.slice(0, -4)}AAAA`],
+    ] as const) {
+      const refused = await postModern(app, token, 'tools/call', { ...args, requestState: state }, FORMS);
+      expect(refused.error).toMatchObject({ code: -32602, message: 'Invalid or expired requestState' });
+    }
+    const answered = await postModern(app, alice.token, 'tools/call', { ...args, requestState }, FORMS);
+    expect(answered.result).toMatchObject({ resultType: 'complete', structuredContent: { status: 'completed' } });
+  });
+});
+
+describe('tasks (the Tasks extension)', () => {
+  it('runs a workflow as a task: a question, a restart, the answer, the result; and another task cancelled', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'agent-tasks-'));
+    const env = { DATABASE_URL: `sqlite:${join(dir, 'agent.db')}`, ADMIN_PASSWORD };
+    let app = await startTestApp(env);
+    await createUser(app, 'alice');
+    let token = await accessToken(app, 'alice');
+    const { tool, id } = await publishAskThenAnswer(app, token);
+
+    const discovered = await task(app, token, 'server/discover', {});
+    expect(discovered.result).toMatchObject({ capabilities: { extensions: { 'io.modelcontextprotocol/tasks': {} } } });
+
+    const created = await task(app, token, 'tools/call', { name: tool, arguments: { input: 'Hello' } });
+    expect(created.result).toMatchObject({
+      resultType: 'task',
+      taskId: expect.any(String) as unknown,
+      status: 'working',
+      ttlMs: 86_400_000,
+      pollIntervalMs: expect.any(Number) as unknown,
+    });
+    const taskId = created.result!.taskId as string;
+    const waiting = await until(app, token, taskId, 'input_required');
+    expect(waiting).toMatchObject({ resultType: 'complete', statusMessage: 'What should I say?' });
+    const [key] = Object.keys(waiting.inputRequests as Json);
+    await app.close();
+
+    // A new process on the same database: the task still waits, with the same question.
+    app = closing(await startTestApp(env));
+    token = await accessToken(app, 'alice');
+    const after = await task(app, token, 'tasks/get', { taskId });
+    expect(after.result).toMatchObject({ status: 'input_required', inputRequests: waiting.inputRequests });
+
+    const ack = await task(app, token, 'tasks/update', {
+      taskId,
+      inputResponses: { [key!]: { action: 'accept', content: { answer: 'blue otters' } } },
+    });
+    expect(ack.result).toMatchObject({ resultType: 'complete' });
+    const done = await until(app, token, taskId, 'completed');
+    expect(done.result).toMatchObject({ isError: false, structuredContent: { workflow_id: id, status: 'completed' } });
+    expect(((done.result as Json).structuredContent as Json).output).toMatch(/you said "blue otters"/);
+    // Answering again changes nothing: the question is no longer asked.
+    await task(app, token, 'tasks/update', {
+      taskId,
+      inputResponses: { [key!]: { action: 'accept', content: { answer: 'x' } } },
+    });
+    expect((await task(app, token, 'tasks/get', { taskId })).result).toMatchObject({ status: 'completed' });
+
+    const second = await task(app, token, 'tools/call', { name: tool, arguments: { input: 'Hello' } });
+    const secondId = second.result!.taskId as string;
+    await until(app, token, secondId, 'input_required');
+    expect((await task(app, token, 'tasks/cancel', { taskId: secondId })).result).toMatchObject({
+      resultType: 'complete',
+    });
+    const cancelled = await task(app, token, 'tasks/get', { taskId: secondId });
+    expect(cancelled.result).toMatchObject({ status: 'cancelled' });
+    expect(cancelled.result).not.toHaveProperty('inputRequests');
+    // Its run is stopped too: it can no longer be resumed.
+    const runs = await requester(app, { token }, 'builder').get<Json[]>(`/api/builder/workflows/${id}/runs`);
+    expect(runs.body.map((run) => run.status).sort()).toEqual(['cancelled', 'completed']);
+  });
+
+  it('belongs to its caller: to anyone else it does not exist', async () => {
+    const { app, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const bob = await as('bob');
+    const created = await task(app, alice.token, 'tools/call', { name: 'agent_chat', arguments: { message: 'Hi' } });
+    const taskId = created.result!.taskId as string;
+    for (const method of ['tasks/get', 'tasks/cancel', 'tasks/update']) {
+      const reply = await task(app, bob.token, method, { taskId, inputResponses: {} });
+      expect(reply.error).toMatchObject({ code: -32602, message: 'Task not found' });
+    }
+    const done = await until(app, alice.token, taskId, 'completed');
+    expect(done.result).toMatchObject({
+      isError: false,
+      structuredContent: { response: expect.any(String) as unknown },
+    });
+    const unknown = await task(app, alice.token, 'tasks/get', { taskId: 'no-such-task' });
+    expect(unknown.error).toMatchObject({ code: -32602 });
+
+    // Without the extension in its capabilities, a client waits for the result as before.
+    const plain = await postModern(app, alice.token, 'tools/call', {
+      name: 'agent_chat',
+      arguments: { message: 'Hi' },
+    });
+    expect(plain.result).toMatchObject({ resultType: 'complete', isError: false });
+  });
+
+  it('stops the model when a working task is cancelled', async () => {
+    const fake = closing(await startFakeOpenAi(['gpt-fake']));
+    fake.chunkDelayMs = 200;
+    fake.replies.push({ text: 'a long answer that streams slowly, word by word, for a good while' });
+    const { app, as } = closing(
+      await startTestClient({
+        LLM_PROVIDER: 'openai',
+        LLM_BASE_URL: fake.url,
+        LLM_MODEL: 'gpt-fake',
+        LLM_API_KEY: 'sk-fake',
+      }),
+    );
+    const alice = await as('alice');
+    const created = await task(app, alice.token, 'tools/call', { name: 'agent_chat', arguments: { message: 'Go' } });
+    const taskId = created.result!.taskId as string;
+    await expect.poll(() => fake.requests.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    expect((await task(app, alice.token, 'tasks/cancel', { taskId })).result).toBeDefined();
+    await expect.poll(() => fake.abandoned, { timeout: 5_000 }).toBe(1);
+    expect((await task(app, alice.token, 'tasks/get', { taskId })).result).toMatchObject({
+      status: 'cancelled',
+      statusMessage: 'Cancelled by the client',
+    });
+  });
+
+  it('is in the owner’s data export, and erased with them', async () => {
+    const { app, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const created = await task(app, alice.token, 'tools/call', { name: 'agent_chat', arguments: { message: 'Hi' } });
+    const taskId = created.result!.taskId as string;
+    await until(app, alice.token, taskId, 'completed');
+    const exported = await alice.get('/api/v1/users/me/export');
+    expect(exported.body.mcp_tasks).toEqual([
+      expect.objectContaining({
+        task_id: taskId,
+        tool: 'agent_chat',
+        status: 'completed',
+        result: expect.any(Object) as unknown,
+      }),
+    ]);
+    const erased = await alice.delete('/api/v1/users/me?confirm=true');
+    expect(erased.body).toMatchObject({ deleted_items: { mcp_tasks: 1 } });
+    const left = await app.infrastructure.db.kysely.selectFrom('mcp_tasks').selectAll().execute();
+    expect(left).toEqual([]);
+  });
+});
