@@ -223,7 +223,11 @@ export function createModernMcpServer(
     server.server.setRequestHandler('tasks/get', { params: TaskParams }, ({ taskId }) =>
       tasks
         .get(owner(), taskId)
-        .then((task): Record<string, unknown> => ({ ...task }))
+        // A finished task's result is a complete tool result of the revision, discriminator included.
+        .then((task): Record<string, unknown> => ({
+          ...task,
+          ...(task.result && { result: { ...task.result, resultType: 'complete' } }),
+        }))
         .catch(rethrown),
     );
     // The SDK lifts a request's `inputResponses` out of its params, for every method: they are in the context.

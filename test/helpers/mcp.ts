@@ -41,13 +41,35 @@ export interface RpcReply {
  * One JSON-RPC request of the 2026-07-28 revision, written by hand: its `_meta` envelope with the capabilities
  * given, and the routing headers. The reply's last message, whether sent as JSON or as a server-sent event.
  */
-export async function postModern(
+export function postModern(
   app: App,
   token: string,
   method: string,
   params: Record<string, unknown>,
   capabilities: Record<string, unknown> = {},
 ): Promise<RpcReply> {
+  return sendModern(app, token, {
+    jsonrpc: '2.0',
+    id: 1,
+    method,
+    params: {
+      ...params,
+      _meta: {
+        'io.modelcontextprotocol/protocolVersion': MODERN_REVISION,
+        'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
+        'io.modelcontextprotocol/clientCapabilities': capabilities,
+      },
+    },
+  });
+}
+
+/** Sends a framed JSON-RPC request of the revision with its routing headers: the reply's last message. */
+export async function sendModern(
+  app: App,
+  token: string,
+  message: { jsonrpc: string; id: number | string; method: string; params?: Record<string, unknown> },
+): Promise<RpcReply> {
+  const { method, params = {} } = message;
   const name = method === 'tools/call' ? params.name : method.startsWith('tasks/') ? params.taskId : undefined;
   const res = await fetch(`${app.url('main')}/mcp`, {
     method: 'POST',
@@ -59,19 +81,7 @@ export async function postModern(
       'Mcp-Method': method,
       ...(typeof name === 'string' && { 'Mcp-Name': name }),
     },
-    body: JSON.stringify({
-      jsonrpc: '2.0',
-      id: 1,
-      method,
-      params: {
-        ...params,
-        _meta: {
-          'io.modelcontextprotocol/protocolVersion': MODERN_REVISION,
-          'io.modelcontextprotocol/clientInfo': { name: 'raw', version: '1.0.0' },
-          'io.modelcontextprotocol/clientCapabilities': capabilities,
-        },
-      },
-    }),
+    body: JSON.stringify(message),
   });
   const text = await res.text();
   const messages = res.headers.get('content-type')?.includes('text/event-stream')

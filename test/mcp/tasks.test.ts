@@ -2,6 +2,11 @@ import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
+import {
+  type RawClientDispatch,
+  createTaskSessionFromClient,
+  resultFromTaskOutcome,
+} from '@modelcontextprotocol/ext-tasks/client';
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { askThenAnswer } from '../builder/helpers.js';
@@ -9,7 +14,7 @@ import { startFakeOpenAi } from '../fakes/openai.js';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, accessToken, createUser } from '../helpers/auth.js';
 import { type Json, requester, startTestClient } from '../helpers/client.js';
-import { MODERN_REVISION, type RpcReply, TASKS_CAPABILITY, postModern } from '../helpers/mcp.js';
+import { MODERN_REVISION, type RpcReply, TASKS_CAPABILITY, postModern, sendModern } from '../helpers/mcp.js';
 
 /**
  * What the 2026-07-28 revision adds for work that needs a person or takes long: a workflow's human question asked
@@ -209,6 +214,58 @@ describe('tasks (the Tasks extension)', () => {
     expect(runs.body.map((run) => run.status).sort()).toEqual(['cancelled', 'completed']);
   });
 
+  it('is driven through its question to its result by the official Tasks client', async () => {
+    const { app, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const { tool } = await publishAskThenAnswer(app, alice.token);
+    const client = closing(
+      new Client({ name: 'tasks', version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN_REVISION } } }),
+    );
+    await client.connect(
+      new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
+        requestInit: { headers: { Authorization: `Bearer ${alice.token}` } },
+      }),
+    );
+
+    // The package frames the revision's task requests itself; they travel over plain HTTP.
+    let id = 0;
+    const rawDispatch: RawClientDispatch = async (request) => {
+      const message = { jsonrpc: '2.0', id: ++id, ...(request as { method: string; params?: Json }) };
+      const reply = await sendModern(app, alice.token, message);
+      return reply.error
+        ? { kind: 'error', error: reply.error as never }
+        : { kind: 'result', result: reply.result as never };
+    };
+    const asked: string[] = [];
+    const session = createTaskSessionFromClient(client, {
+      endpointId: 'agent-service-tasks-test',
+      rawDispatch,
+      v2RequestFraming: {
+        protocolVersion: MODERN_REVISION,
+        clientInfo: { name: 'tasks', version: '1.0.0' },
+        clientCapabilities: { elicitation: { form: {} } },
+      },
+      onInputRequest: (request) => {
+        asked.push((request.params as { message: string }).message);
+        return Promise.resolve({ action: 'accept', content: { answer: 'blue otters' } } as never);
+      },
+    });
+    try {
+      const execution = await session.callTool(tool, { input: 'Hello' });
+      expect(execution.kind).toBe('task');
+      const { outcome } = await execution.settle();
+      const result = resultFromTaskOutcome(outcome) as unknown as {
+        isError: boolean;
+        structuredContent: { output: string };
+      };
+      expect(asked).toEqual(['What should I say?']);
+      expect(result.isError).toBe(false);
+      expect(result.structuredContent.output).toMatch(/you said "blue otters"/);
+    } finally {
+      await session.close();
+    }
+  });
+
   it('belongs to its caller: to anyone else it does not exist', async () => {
     const { app, as } = closing(await startTestClient());
     const alice = await as('alice');
@@ -250,7 +307,10 @@ describe('tasks (the Tasks extension)', () => {
     const alice = await as('alice');
     const created = await task(app, alice.token, 'tools/call', { name: 'agent_chat', arguments: { message: 'Go' } });
     const taskId = created.result!.taskId as string;
-    await expect.poll(() => fake.requests.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    // Cancelled once the model is answering (before, there would be no model call to stop).
+    await expect
+      .poll(() => fake.requests.filter((r) => r.path === '/v1/chat/completions').length, { timeout: 5_000 })
+      .toBe(1);
     expect((await task(app, alice.token, 'tasks/cancel', { taskId })).result).toBeDefined();
     await expect.poll(() => fake.abandoned, { timeout: 5_000 }).toBe(1);
     expect((await task(app, alice.token, 'tasks/get', { taskId })).result).toMatchObject({
