@@ -1,11 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
-import { toNodeHandler, toWebRequest } from '@modelcontextprotocol/node';
+import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { type McpHttpHandler, createMcpHandler, isLegacyRequest } from '@modelcontextprotocol/server';
+import { type McpHttpHandler, classifyInboundRequest, createMcpHandler } from '@modelcontextprotocol/server';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { CommonErrorCode, ServiceUnavailableError } from '../src/errors.js';
@@ -240,9 +240,23 @@ export class StreamableHttpSessions {
     await transport.handleRequest(withAuth(req), res, req.body);
   }
 
-  /** Whether a POST speaks the 2026-07-28 revision, as the SDK's own entry would route it. */
-  async #isModern(req: Request): Promise<boolean> {
-    return !(await isLegacyRequest(await toWebRequest(req, req.body), req.body));
+  /**
+   * Whether a POST speaks the 2026-07-28 revision, as the SDK's own entry would route it (`isLegacyRequest`): its
+   * classifier, fed the headers and the body express already parsed, without building a web Request for it.
+   */
+  #isModern(req: Request): boolean {
+    const body: unknown = req.body;
+    // No JSON body (express parsed none): the SDK routes it to the 2025 era, which answers it.
+    if (body === undefined) return false;
+    return (
+      classifyInboundRequest({
+        httpMethod: req.method,
+        protocolVersionHeader: req.get('mcp-protocol-version'),
+        mcpMethodHeader: req.get('mcp-method'),
+        mcpNameHeader: req.get('mcp-name'),
+        body,
+      }).kind !== 'legacy'
+    );
   }
 
   /** A modern request: a server of its own answers it, with the caller the route authenticated. */
@@ -317,7 +331,7 @@ export class StreamableHttpSessions {
           },
           handler: async ({ req, res }) => {
             await admit(req, res);
-            if (await this.#isModern(req)) {
+            if (this.#isModern(req)) {
               await this.#answerModern(req, res);
               return;
             }

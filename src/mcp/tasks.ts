@@ -133,6 +133,7 @@ export class McpTasks {
   readonly #pollIntervalMs: number;
   readonly #maxActive: number;
   #renewer: NodeJS.Timeout | undefined;
+  readonly #sweeper: NodeJS.Timeout;
   #lastPrune = 0;
 
   constructor(private readonly deps: McpTasksDeps) {
@@ -140,6 +141,12 @@ export class McpTasks {
     this.#pollIntervalMs = deps.pollIntervalMs ?? 1_000;
     this.#maxActive = deps.maxActivePerOwner ?? 20;
     this.#stopListening = deps.broadcast.subscribe(CANCEL_CHANNEL, (id) => this.#running.get(id)?.abort());
+    // Expired tasks are invisible at once; their rows go within ten minutes, even when no task starts.
+    this.#sweeper = setInterval(
+      () => void this.prune().catch((err: unknown) => deps.logger.warn({ err }, 'expired MCP tasks not pruned')),
+      10 * 60_000,
+    );
+    this.#sweeper.unref();
   }
 
   /** Starts `work` as a task of the caller's, run here; answers the task at once. */
@@ -263,6 +270,7 @@ export class McpTasks {
       .selectFrom('mcp_tasks')
       .selectAll()
       .where('owner', '=', owner)
+      .where('expires_at', '>', this.#at())
       .orderBy('created_at')
       .execute();
     return rows.map((row) => ({
@@ -288,6 +296,7 @@ export class McpTasks {
   async stop(): Promise<void> {
     this.#stopListening();
     clearInterval(this.#renewer);
+    clearInterval(this.#sweeper);
     const ids = [...this.#running.keys()];
     for (const controller of this.#running.values()) controller.abort();
     for (const id of ids) {

@@ -12,7 +12,7 @@ import type { App } from '../../src/app.js';
 import { askThenAnswer } from '../builder/helpers.js';
 import { startFakeOpenAi } from '../fakes/openai.js';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
-import { ADMIN_PASSWORD, accessToken, createUser } from '../helpers/auth.js';
+import { ADMIN_PASSWORD, TestClock, accessToken, createUser } from '../helpers/auth.js';
 import { type Json, requester, startTestClient } from '../helpers/client.js';
 import { MODERN_REVISION, type RpcReply, TASKS_CAPABILITY, postModern, sendModern } from '../helpers/mcp.js';
 
@@ -317,6 +317,23 @@ describe('tasks (the Tasks extension)', () => {
       status: 'cancelled',
       statusMessage: 'Cancelled by the client',
     });
+  });
+
+  it('expires MCP_TASK_TTL_SECONDS after it started: gone for its owner, then from the database', async () => {
+    const clock = new TestClock();
+    const { app, as } = closing(await startTestClient({ MCP_TASK_TTL_SECONDS: '60' }, { now: clock.now }));
+    const alice = await as('alice');
+    const created = await task(app, alice.token, 'tools/call', { name: 'agent_chat', arguments: { message: 'Hi' } });
+    expect(created.result).toMatchObject({ ttlMs: 60_000 });
+    const taskId = created.result!.taskId as string;
+    await until(app, alice.token, taskId, 'completed');
+    clock.advance(59_000);
+    expect((await task(app, alice.token, 'tasks/get', { taskId })).result).toMatchObject({ status: 'completed' });
+    clock.advance(1_000);
+    expect((await task(app, alice.token, 'tasks/get', { taskId })).error).toMatchObject({ message: 'Task not found' });
+    expect((await alice.get('/api/v1/users/me/export')).body.mcp_tasks).toEqual([]);
+    expect(await app.services.mcp.tasks.prune()).toBe(1);
+    expect(await app.infrastructure.db.kysely.selectFrom('mcp_tasks').selectAll().execute()).toEqual([]);
   });
 
   it('is in the owner’s data export, and erased with them', async () => {

@@ -4,6 +4,7 @@ import { Client as ModernClient, StreamableHTTPClientTransport as ModernTranspor
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { askThenAnswer } from '../builder/helpers.js';
+import { startFakeOpenAi } from '../fakes/openai.js';
 import { startTestApp } from '../helpers/app.js';
 import { requester } from '../helpers/client.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
@@ -258,6 +259,35 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
       };
       const answered = await postModern(d, token, 'tools/call', retry, forms);
       expect(answered.result).toMatchObject({ structuredContent: { status: 'completed' } });
+    });
+
+    it('cancels, through one instance, a task working on the other: its model call stops there', async () => {
+      const fake = await startFakeOpenAi(['gpt-fake']);
+      fake.chunkDelayMs = 200;
+      fake.replies.push({ text: 'a long answer that streams slowly, word by word, for a good while' });
+      const llm = { LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'gpt-fake', LLM_API_KEY: 'sk-fake' };
+      const e = await startTestApp({ ...stateful(), ...llm });
+      try {
+        const token = (await login(e)).body.access_token as string;
+        const started = await postModern(
+          e,
+          token,
+          'tools/call',
+          { name: 'agent_chat', arguments: { message: 'Go' } },
+          TASKS_CAPABILITY,
+        );
+        const taskId = started.result!.taskId as string;
+        await expect.poll(() => fake.requests.filter((r) => r.path === '/v1/chat/completions').length).toBe(1);
+        // D does not run the task: it tells the instance that does, which stops the model call.
+        const cancel = await postModern(d, token, 'tasks/cancel', { taskId }, TASKS_CAPABILITY);
+        expect(cancel.result).toMatchObject({ resultType: 'complete' });
+        await expect.poll(() => fake.abandoned, { timeout: 5_000 }).toBe(1);
+        const seen = await postModern(e, token, 'tasks/get', { taskId }, TASKS_CAPABILITY);
+        expect(seen.result).toMatchObject({ status: 'cancelled' });
+      } finally {
+        await e.close();
+        await fake.close();
+      }
     });
 
     it("does not let another user continue someone's session on another instance", async () => {

@@ -90,27 +90,31 @@ export class WorkflowRuns {
 
   /** Answers the question a waiting run asks, and lets it go on (409 when it is not waiting). */
   async resume(caller: Caller, workflowId: string, runId: string, answer: string): Promise<RunHandle> {
-    await this.deps.builder.access(caller, workflowId, 'executor');
-    const run = await findRun(this.deps.db, workflowId, runId);
-    if (!run) throw runNotFound(runId);
-    const at = this.deps.now().toISOString();
-    if (run.status !== 'waiting' || !(await claimRun(this.deps.db, run.id, 'waiting', 'running', at)))
-      throw runNotWaiting((await findRun(this.deps.db, workflowId, runId))?.status ?? run.status);
-    const claimed = { ...run, status: 'running' as const, question: null, waiting_node: null, updated_at: at };
-    await updateRun(this.deps.db, run.id, { question: null, waiting_node: null });
+    const claimed = await this.#claimWaiting(caller, workflowId, runId, 'running', {});
     return this.#handle(caller, claimed, new Command({ resume: answer }));
   }
 
   /** Stops a waiting run for good: its question is not answered (409 when it is not waiting). */
   async cancel(caller: Caller, workflowId: string, runId: string): Promise<RunView> {
+    return runView(await this.#claimWaiting(caller, workflowId, runId, 'cancelled', { error: 'The run was stopped' }));
+  }
+
+  /** Moves a waiting run on, once across instances (409 for every other claim): the run as it now stands. */
+  async #claimWaiting(
+    caller: Caller,
+    workflowId: string,
+    runId: string,
+    to: 'running' | 'cancelled',
+    fields: { error?: string },
+  ): Promise<RunRow> {
     await this.deps.builder.access(caller, workflowId, 'executor');
     const run = await findRun(this.deps.db, workflowId, runId);
     if (!run) throw runNotFound(runId);
     const at = this.deps.now().toISOString();
-    if (run.status !== 'waiting' || !(await claimRun(this.deps.db, run.id, 'waiting', 'cancelled', at)))
+    if (run.status !== 'waiting' || !(await claimRun(this.deps.db, run.id, 'waiting', to, at)))
       throw runNotWaiting((await findRun(this.deps.db, workflowId, runId))?.status ?? run.status);
-    await updateRun(this.deps.db, run.id, { question: null, waiting_node: null, error: 'The run was stopped' });
-    return runView({ ...run, status: 'cancelled', question: null, waiting_node: null, updated_at: at });
+    await updateRun(this.deps.db, run.id, { question: null, waiting_node: null, ...fields });
+    return { ...run, ...fields, status: to, question: null, waiting_node: null, updated_at: at };
   }
 
   async list(caller: Caller, workflowId: string, limit: number): Promise<RunView[]> {

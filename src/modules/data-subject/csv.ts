@@ -35,32 +35,13 @@ export function dataExportCsv(data: DataExport): string {
       rows.push([section, String(record), field, neutralizeFormula(cellText(value))]);
     }
   };
-  const {
-    profile,
-    sessions,
-    conversations,
-    playground_sessions,
-    workflows,
-    oauth_grants,
-    mcp_tasks,
-    consents,
-    audit_log,
-    ...top
-  } = data;
-  add('export', 1, top);
+  // The export's fields first, then its profile, then each list in the export's order.
+  const { profile, ...rest } = data;
+  const entries = Object.entries(rest);
+  add('export', 1, Object.fromEntries(entries.filter(([, value]) => !Array.isArray(value))));
   add('profile', 1, profile);
-  const lists = {
-    sessions,
-    conversations,
-    playground_sessions,
-    workflows,
-    oauth_grants,
-    mcp_tasks,
-    consents,
-    audit_log,
-  };
-  for (const [section, items] of Object.entries(lists) as [string, object[]][]) {
-    items.forEach((item, i) => add(section, i + 1, item));
+  for (const [section, items] of entries) {
+    if (Array.isArray(items)) (items as object[]).forEach((item, i) => add(section, i + 1, item));
   }
   return stringify(rows, { header: true, columns: [...CSV_COLUMNS], record_delimiter: 'windows' });
 }
