@@ -8,7 +8,7 @@ import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
 import type { McpPolicy } from './policy.js';
 import { type PublishedWorkflows, describePublished } from './published.js';
 import { type LogLevel, type ToolDefinition, type ToolExecutor, objectSchema, refusalResult } from './tools.js';
-import type { ToolRefusal } from './tools.js';
+import type { ToolOutcome, ToolRefusal } from './tools.js';
 
 /**
  * What the service offers over MCP, whichever protocol revision a client speaks: its tools, resources and prompts,
@@ -143,12 +143,34 @@ export async function callTool(
     signal: AbortSignal;
     log: (level: LogLevel, data: unknown) => Promise<void>;
     onRefusal?: (refusal: ToolRefusal) => void;
+    /** The policy point already let this call through (`admitTool`). */
+    admitted?: boolean;
   },
 ): Promise<CallToolResult> {
   if (!caller) return UNAUTHENTICATED_RESULT;
-  const outcome = await deps.executor.run(tool, args, caller, { signal: context.signal, log: context.log });
+  const options = { signal: context.signal, log: context.log };
+  const outcome = context.admitted
+    ? await deps.executor.runAdmitted(tool, args, caller, options)
+    : await deps.executor.run(tool, args, caller, options);
+  return resultOf(outcome, context.onRefusal);
+}
+
+/**
+ * Asks the policy point before a call that will run later (a task): nothing when it may run (then `callTool` with
+ * `admitted`), else the result the refused call answers with.
+ */
+export async function admitTool(
+  deps: McpServerDeps,
+  tool: ToolDefinition,
+  caller: Caller,
+): Promise<CallToolResult | undefined> {
+  const refused = await deps.executor.admit(tool, caller);
+  return refused && resultOf(refused);
+}
+
+function resultOf(outcome: ToolOutcome, onRefusal?: (refusal: ToolRefusal) => void): CallToolResult {
   if (outcome.kind === 'completed') return outcome.result;
-  context.onRefusal?.(outcome);
+  onRefusal?.(outcome);
   return refusalResult(outcome);
 }
 

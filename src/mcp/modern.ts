@@ -26,6 +26,7 @@ import {
   SERVER_INFO,
   SERVER_INFO_RESOURCE,
   UNAUTHENTICATED_RESULT,
+  admitTool,
   callTool,
   listTools,
   toolConfig,
@@ -38,6 +39,7 @@ import {
   type PublishedWorkflow,
   type WaitingRun,
   callPublished,
+  publishedRefusal,
   waitingRun,
 } from './published.js';
 import { type McpTasks, type TaskView, questionRequest, readAnswer } from './tasks.js';
@@ -163,6 +165,8 @@ export function createModernMcpServer(
       callTool(deps, tool, args, caller, {
         signal,
         log: (level, data) => (ctx ? ctx.mcpReq.log(level, data, tool.name) : Promise.resolve()),
+        // A task's call was admitted before the task was started.
+        admitted: ctx === undefined,
       });
     // A task's reply carries no structured content, which the SDK would refuse against the output schema: tools
     // that may answer with a task are registered without it (tools/list still shows it, from the catalog).
@@ -184,8 +188,12 @@ export function createModernMcpServer(
       async (args: unknown, ctx) => {
         const answered = await rounds.answered(ctx, tool);
         if (answered) return answered;
+        // A call the policy point refuses is answered at once, as without a task; no task is started for it.
         if (tasks && caller && tool.longRunning && wantsTask(ctx))
-          return taskCreated(await tasks.start(caller, tool.name, (signal) => run(args, signal)).catch(rethrown));
+          return (
+            (await admitTool(deps, tool, caller)) ??
+            taskCreated(await tasks.start(caller, tool.name, (signal) => run(args, signal)).catch(rethrown))
+          );
         return rounds.ask(await run(args, ctx.mcpReq.signal, ctx), ctx);
       },
     );
@@ -205,8 +213,9 @@ export function createModernMcpServer(
         const answered = await rounds.answered(ctx, workflow);
         if (answered) return answered;
         if (tasks && caller && wantsTask(ctx))
-          return taskCreated(
-            await tasks.start(caller, workflow.toolName, (signal) => run(input, signal)).catch(rethrown),
+          return (
+            (await publishedRefusal(published!, workflow, caller)) ??
+            taskCreated(await tasks.start(caller, workflow.toolName, (signal) => run(input, signal)).catch(rethrown))
           );
         return rounds.ask(await run(input, ctx.mcpReq.signal), ctx);
       },

@@ -92,6 +92,16 @@ const notFound = (name: string): CallToolResult => ({
   isError: true,
 });
 
+/** Why the caller may not run a published workflow (the answer for a tool that does not exist), or nothing. */
+export async function publishedRefusal(
+  published: PublishedWorkflows,
+  workflow: PublishedWorkflow,
+  caller: Caller | undefined,
+): Promise<CallToolResult | undefined> {
+  if (!caller || !(await published.runnableBy(caller)).has(workflow.workflowId)) return notFound(workflow.toolName);
+  return undefined;
+}
+
 /** Runs a published workflow for the caller; someone who may not run it is answered as for a tool that does not exist. */
 export async function callPublished(
   published: PublishedWorkflows,
@@ -100,8 +110,9 @@ export async function callPublished(
   caller: Caller | undefined,
   signal: AbortSignal,
 ): Promise<CallToolResult> {
-  if (!caller || !(await published.runnableBy(caller)).has(workflow.workflowId)) return notFound(workflow.toolName);
-  return published.run(caller, workflow.workflowId, input, signal);
+  return (
+    (await publishedRefusal(published, workflow, caller)) ?? published.run(caller!, workflow.workflowId, input, signal)
+  );
 }
 
 /**

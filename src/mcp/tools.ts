@@ -200,9 +200,18 @@ export class ToolExecutor {
     caller: Caller,
     options: { signal?: AbortSignal; log?: ToolContext['log'] } = {},
   ): Promise<ToolOutcome> {
-    const { services, policy, metrics } = this.deps;
+    return (await this.admit(tool, caller)) ?? this.runAdmitted(tool, args, caller, options);
+  }
+
+  /**
+   * The policy point's decision on a call, before it runs (a task is started only for an admitted call): nothing
+   * when it may go on, else what `run` answers for it. An admitted call counts against the caller's budget.
+   */
+  async admit(tool: ToolDefinition, caller: Caller): Promise<ToolOutcome | undefined> {
+    const { policy, metrics } = this.deps;
     try {
       await policy.admitToolCall(caller, tool.name, { readOnly: tool.annotations?.readOnlyHint === true });
+      return undefined;
     } catch (thrown) {
       const error = toAppError(thrown);
       const status = error.status === 403 ? 'denied' : error.status === 429 ? 'rate_limited' : 'unavailable';
@@ -211,6 +220,16 @@ export class ToolExecutor {
       if (error.status === 503) return { kind: 'refused', tool: tool.name, status: 503, error };
       return outcomeOf(tool, error);
     }
+  }
+
+  /** Runs a call `admit` let through. */
+  async runAdmitted(
+    tool: ToolDefinition,
+    args: unknown,
+    caller: Caller,
+    options: { signal?: AbortSignal; log?: ToolContext['log'] } = {},
+  ): Promise<ToolOutcome> {
+    const { services, metrics } = this.deps;
     const context: ToolContext = {
       ...services,
       caller,

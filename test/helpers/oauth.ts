@@ -139,8 +139,13 @@ export async function authorizeClient(
   password: string,
   redirectUri = 'http://127.0.0.1:40113/callback',
   scope?: string,
+  registration: Record<string, unknown> = {},
 ): Promise<{ clientId: string; tokens: Record<string, unknown> }> {
-  const registered = await register(app, { client_name: 'Footprint IDE', redirect_uris: [redirectUri] });
+  const registered = await register(app, {
+    client_name: 'Footprint IDE',
+    redirect_uris: [redirectUri],
+    ...registration,
+  });
   const clientId = registered.body.client_id as string;
   const { verifier, challenge } = pkce();
   const authorize = new URL(`${app.url('main')}/oauth/authorize`);

@@ -292,6 +292,21 @@ describe('tasks (the Tasks extension)', () => {
     expect(plain.result).toMatchObject({ resultType: 'complete', isError: false });
   });
 
+  it('is not started for a call the policy point refuses: the refusal is the answer', async () => {
+    const { app, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const bob = await as('bob');
+    const { tool } = await publishAskThenAnswer(app, alice.token);
+    await app.infrastructure.authz.delete([{ user: 'user:*', relation: 'executor', object: 'tool:agent_chat' }]);
+    const denied = await task(app, alice.token, 'tools/call', { name: 'agent_chat', arguments: { message: 'Hi' } });
+    expect(denied.result).toMatchObject({ resultType: 'complete', isError: true });
+    // Bob may not run alice's workflow: for him its tool does not exist, with or without a task.
+    const hidden = await task(app, bob.token, 'tools/call', { name: tool, arguments: { input: 'Hi' } });
+    expect(hidden.result).toMatchObject({ resultType: 'complete', isError: true });
+    expect(JSON.stringify(hidden.result)).toContain(`Tool ${tool} not found`);
+    expect(await app.infrastructure.db.kysely.selectFrom('mcp_tasks').selectAll().execute()).toEqual([]);
+  });
+
   it('stops the model when a working task is cancelled', async () => {
     const fake = closing(await startFakeOpenAi(['gpt-fake']));
     fake.chunkDelayMs = 200;

@@ -3,7 +3,7 @@ import type { App } from '../../src/app.js';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
 import { unusedPort } from '../helpers/http.js';
-import { answerConsent, openAuthorization, pkce, register, tokenRequest } from '../helpers/oauth.js';
+import { answerConsent, authorizeClient, openAuthorization, pkce, register, tokenRequest } from '../helpers/oauth.js';
 
 /**
  * Each attack on the authorization server is refused with the RFC's error code, and nothing is issued.
@@ -141,6 +141,32 @@ describe('redirect URIs', () => {
       if (type) expect(answer.body.application_type).toBe(type);
       else expect(answer.body.error).toBe('invalid_client_metadata');
     }
+  });
+
+  it('takes offline_access as a request for refresh tokens, kept out of the grant; no refresh grant, no refresh token', async () => {
+    const metadata = await call(app, 'GET', '/.well-known/oauth-authorization-server');
+    expect(metadata.body.scopes_supported).toEqual(['mcp:read', 'mcp:tools', 'offline_access']);
+    const offline = await authorizeClient(app, 'alice', PASSWORD, REDIRECT, 'mcp:read offline_access', {
+      scope: 'mcp:read offline_access',
+    });
+    expect(offline.tokens).toMatchObject({
+      scope: 'mcp:read',
+      refresh_token: expect.stringMatching(/^ort_/) as unknown,
+    });
+    const refreshed = await tokenRequest(app, {
+      grant_type: 'refresh_token',
+      client_id: offline.clientId,
+      refresh_token: offline.tokens.refresh_token as string,
+      scope: 'mcp:read offline_access',
+    });
+    expect(refreshed.body).toMatchObject({ scope: 'mcp:read' });
+
+    // A client registered for the authorization code alone gets access tokens only.
+    const once = await authorizeClient(app, 'alice', PASSWORD, REDIRECT, 'mcp:tools offline_access', {
+      grant_types: ['authorization_code'],
+    });
+    expect(once.tokens.access_token).toEqual(expect.any(String));
+    expect(once.tokens).not.toHaveProperty('refresh_token');
   });
 
   it('a code redeemed with another redirect URI: invalid_grant', async () => {

@@ -14,7 +14,7 @@ import { type RouteGroup, Reply, defineRoute } from '../../http/route.js';
 import { MCP_SCOPES, asUser, publicPath } from '../../ports/caller.js';
 import type { User } from '../users/index.js';
 import { CONSENT_COOKIE, sendConsentError, sendConsentPage } from './oauth.page.js';
-import type { OAuthService, PendingAuthorization } from './oauth.service.js';
+import { OFFLINE_ACCESS, type OAuthService, type PendingAuthorization } from './oauth.service.js';
 
 /** Where the authorization server's endpoints live under the public URL. */
 export const OAUTH_PATHS = {
@@ -49,7 +49,8 @@ export function authorizationServerMetadata(publicUrl: string) {
     registration_endpoint: `${publicUrl}${OAUTH_PATHS.register}`,
     revocation_endpoint: `${publicUrl}${OAUTH_PATHS.revoke}`,
     jwks_uri: `${publicUrl}/.well-known/jwks.json`,
-    scopes_supported: [...MCP_SCOPES],
+    // offline_access: a client asks for refresh tokens by it (SEP-2207); they are issued to clients registered for them.
+    scopes_supported: [...MCP_SCOPES, OFFLINE_ACCESS],
     response_types_supported: ['code'],
     response_modes_supported: ['query'],
     grant_types_supported: ['authorization_code', 'refresh_token'],

@@ -29,6 +29,9 @@ export function grantOfSid(sid: string): string | undefined {
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
+/** The scope a client asks for to be given refresh tokens (OpenID Connect's, as SEP-2207 describes for MCP). */
+export const OFFLINE_ACCESS = 'offline_access';
+
 /** What the service needs to mint the service's access tokens for a grant. */
 export type IssueAccessToken = (
   user: User,
@@ -210,8 +213,8 @@ export class OAuthService {
     if (client.response_types && client.response_types.some((t) => t !== 'code'))
       throw new InvalidClientMetadataError('response_types may list only code');
     const scopes = client.scope?.split(' ').filter(Boolean) ?? [];
-    if (scopes.some((scope) => !(MCP_SCOPES as readonly string[]).includes(scope)))
-      throw new InvalidClientMetadataError(`scope may list only ${MCP_SCOPES.join(', ')}`);
+    if (scopes.some((scope) => scope !== OFFLINE_ACCESS && !(MCP_SCOPES as readonly string[]).includes(scope)))
+      throw new InvalidClientMetadataError(`scope may list only ${[...MCP_SCOPES, OFFLINE_ACCESS].join(', ')}`);
     await this.#makeRoomForClient();
 
     const { client_secret: _secret, client_secret_expires_at: _expires, ...metadata } = client;
@@ -271,9 +274,12 @@ export class OAuthService {
 
   // ---- Authorization requests ----
 
-  /** Scopes granted for a request: what was asked for, all of them when nothing was. */
+  /**
+   * Scopes granted for a request: what was asked for, all of them when nothing was. `offline_access` asks for a
+   * refresh token (SEP-2207), not for access: it is accepted and left out of the grant.
+   */
   grantableScopes(requested: string[] | undefined): string[] {
-    const asked = (requested ?? []).filter(Boolean);
+    const asked = (requested ?? []).filter((scope) => scope && scope !== OFFLINE_ACCESS);
     const unknown = asked.find((scope) => !(MCP_SCOPES as readonly string[]).includes(scope));
     if (unknown !== undefined)
       throw new InvalidScopeError(`Unknown scope ${unknown}; supported: ${MCP_SCOPES.join(' ')}`);
@@ -445,7 +451,7 @@ export class OAuthService {
       await this.#endGrant(row.grant_id, 'authorization_code_reused');
       throw new InvalidGrantError('Authorization code was already used; the tokens issued for it are revoked');
     }
-    return this.#tokens(grant, grant.scope);
+    return this.#tokens(client, grant, grant.scope);
   }
 
   /** Rotates a refresh token: the old one is spent, and presenting it again ends the grant (reuse detection). */
@@ -471,7 +477,7 @@ export class OAuthService {
     if (resource !== undefined && this.checkResource(resource) !== grant.resource)
       throw new InvalidTargetError('resource does not match the grant');
     const granted = grant.scope.split(' ');
-    const narrowed = scopes?.filter(Boolean) ?? [];
+    const narrowed = scopes?.filter((scope) => scope && scope !== OFFLINE_ACCESS) ?? [];
     const beyond = narrowed.find((scope) => !granted.includes(scope));
     if (beyond !== undefined) throw new InvalidScopeError(`The grant does not include ${beyond}`);
     const spent = await db
@@ -484,7 +490,7 @@ export class OAuthService {
       await this.#endGrant(grant.id, 'refresh_token_reused');
       throw new InvalidGrantError('Refresh token was already used; the grant is revoked');
     }
-    return this.#tokens(grant, narrowed.length > 0 ? narrowed.join(' ') : grant.scope);
+    return this.#tokens(client, grant, narrowed.length > 0 ? narrowed.join(' ') : grant.scope);
   }
 
   /**
@@ -506,7 +512,12 @@ export class OAuthService {
     if (grant && grant.client_id === client.client_id) await this.#endGrant(grant.id, 'revoked_by_client');
   }
 
-  async #tokens(grant: { id: string; user_id: string; resource: string }, scope: string): Promise<OAuthTokens> {
+  /** An access token for the grant, and a refresh token when the client registered for them (RFC 7591 grant_types). */
+  async #tokens(
+    client: OAuthClientInformationFull,
+    grant: { id: string; user_id: string; resource: string },
+    scope: string,
+  ): Promise<OAuthTokens> {
     const { db, now, limits } = this.deps;
     const user = await this.deps.users.get(grant.user_id);
     if (!user?.active) {
@@ -517,24 +528,27 @@ export class OAuthService {
       audience: grant.resource,
       scope,
     });
-    const refreshToken = opaqueToken('ort_');
     const at = now();
-    await db
-      .insertInto('oauth_refresh_tokens')
-      .values({
-        token_hash: hashSecret(refreshToken),
-        grant_id: grant.id,
-        created_at: at.toISOString(),
-        expires_at: new Date(at.getTime() + limits.refreshTokenTtlSeconds * 1000).toISOString(),
-        used_at: null,
-      })
-      .execute();
+    const refreshable = (client.grant_types ?? ['authorization_code', 'refresh_token']).includes('refresh_token');
+    const refreshToken = refreshable ? opaqueToken('ort_') : undefined;
+    if (refreshToken !== undefined) {
+      await db
+        .insertInto('oauth_refresh_tokens')
+        .values({
+          token_hash: hashSecret(refreshToken),
+          grant_id: grant.id,
+          created_at: at.toISOString(),
+          expires_at: new Date(at.getTime() + limits.refreshTokenTtlSeconds * 1000).toISOString(),
+          used_at: null,
+        })
+        .execute();
+    }
     await db.updateTable('oauth_grants').set({ last_used_at: at.toISOString() }).where('id', '=', grant.id).execute();
     return {
       access_token: access.token,
       token_type: 'Bearer',
       expires_in: access.expiresIn,
-      refresh_token: refreshToken,
+      ...(refreshToken !== undefined && { refresh_token: refreshToken }),
       scope,
     };
   }
