@@ -83,7 +83,12 @@ export class StreamableHttpSessions {
       onerror: (err) => options.logger.debug({ err }, 'modern MCP request rejected'),
     });
     // Modern clients hear of changes on their `subscriptions/listen` streams.
-    this.#stopNotifying = options.core.onToolsChanged(() => this.#modern.notify.toolsChanged());
+    const stopTools = options.core.onToolsChanged(() => this.#modern.notify.toolsChanged());
+    const stopResources = options.core.onResourceUpdated((uri) => this.#modern.notify.resourceUpdated(uri));
+    this.#stopNotifying = () => {
+      stopTools();
+      stopResources();
+    };
     this.#serveModern = toNodeHandler(this.#modern, {
       onerror: (err) => options.logger.error({ err }, 'modern MCP request failed'),
     });
@@ -261,7 +266,22 @@ export class StreamableHttpSessions {
 
   /** A modern request: a server of its own answers it, with the caller the route authenticated. */
   async #answerModern(req: Request, res: Response): Promise<void> {
-    const method = (req.body as { method?: unknown } | undefined)?.method;
+    const body = req.body as { id?: unknown; method?: unknown; params?: unknown } | undefined;
+    const method = body?.method;
+    // A client hears the updates of the resources it may read only; any other does not exist for it.
+    const following = method === 'subscriptions/listen' ? resourceSubscriptions(body?.params) : [];
+    if (following.length > 0) {
+      const refused = await this.options.core.unreadableResource(callerOf(req), following);
+      if (refused !== undefined) {
+        this.options.core.metrics.messages.inc({ method: 'subscriptions/listen', status: 'error' });
+        res.json({
+          jsonrpc: '2.0',
+          id: body?.id ?? null,
+          error: { code: -32602, message: `Resource not found: ${refused}`, data: { uri: refused } },
+        });
+        return;
+      }
+    }
     const outcome = watchReply(res);
     res.once('finish', () => {
       if (typeof method === 'string') this.options.core.metrics.messages.inc({ method, status: outcome() });
@@ -489,4 +509,11 @@ function watchReply(res: Response): () => 'success' | 'error' {
       return 'success';
     }
   };
+}
+
+/** The resources a `subscriptions/listen` request asks to follow (`notifications.resourceSubscriptions`). */
+function resourceSubscriptions(params: unknown): unknown[] {
+  const notifications = (params as { notifications?: { resourceSubscriptions?: unknown } } | undefined)?.notifications;
+  const uris = notifications?.resourceSubscriptions;
+  return Array.isArray(uris) ? uris : [];
 }

@@ -189,6 +189,9 @@ export const SERVER_INFO_RESOURCE = {
   },
 };
 
+/** The URI of a conversation as an MCP resource. */
+export const conversationUri = (id: string): string => `conversation://${id}`;
+
 /** The `conversation://{conversation_id}` resources: the caller's own conversations. */
 export const CONVERSATION_RESOURCE = {
   name: 'conversation',
@@ -205,12 +208,18 @@ export const CONVERSATION_RESOURCE = {
     const conversations = await deps.conversations.list(subjectOf(caller), { offset: 0, limit: 100 });
     return {
       resources: conversations.map((c) => ({
-        uri: `conversation://${c.id}`,
+        uri: conversationUri(c.id),
         name: c.title,
         description: `${c.messageCount} messages, last active ${c.updatedAt}`,
         mimeType: 'application/json',
       })),
     };
+  },
+
+  /** The conversation a `conversation://` URI names, if it is one. */
+  idOf(uri: string): string | undefined {
+    const match = /^conversation:\/\/([^/?#]{1,64})$/.exec(uri);
+    return match?.[1];
   },
 
   async read(deps: McpServerDeps, uri: string, id: string, caller: Caller | undefined) {
@@ -235,6 +244,24 @@ export const CONVERSATION_RESOURCE = {
     }
   },
 };
+
+/**
+ * Whether the caller may read the resource a URI names (so as to hear of its updates): the server information, or a
+ * conversation the caller may see. Anything else does not exist for them.
+ */
+export async function readableResource(deps: McpServerDeps, uri: string, caller: Caller): Promise<boolean> {
+  if (uri === SERVER_INFO_RESOURCE.uri) return true;
+  const id = CONVERSATION_RESOURCE.idOf(uri);
+  if (id === undefined) return false;
+  return deps.conversations.access(subjectOf(caller), id).then(
+    () => true,
+    (error: unknown) => {
+      const status = toAppError(error).status;
+      if (status === 404 || status === 403) return false;
+      throw error;
+    },
+  );
+}
 
 /**
  * A prompt argument the caller got wrong (a conversation that does not exist or is not theirs) is invalid params,

@@ -10,9 +10,15 @@ import type { McpMetrics } from './metrics.js';
 import { type ModernDeps, type RunQuestion, createModernMcpServer, questionCodec } from './modern.js';
 import type { RequestStateCodec } from '@modelcontextprotocol/server';
 import type { McpTasks } from './tasks.js';
+import type { Broadcast } from '../adapters/broadcast/port.js';
+import { readableResource } from './catalog.js';
 import type { McpPolicy } from './policy.js';
 import { type McpServerDeps, authInfoFor, authInfoHearingRefusals, createMcpServer } from './server.js';
 import type { ToolOutcome, ToolRefusal } from './tools.js';
+
+const RESOURCE_UPDATES = 'mcp-resource-updated';
+/** How many resources one listening client may follow. */
+const MAX_RESOURCE_SUBSCRIPTIONS = 100;
 
 /**
  * The MCP core every wire adapts: servers for connection-based wires (one per session or connection), and one
@@ -33,6 +39,8 @@ export class McpCore {
       tasks?: McpTasks;
       /** The key that seals questions' `requestState` (the same on every instance). */
       requestStateKey?: () => Uint8Array;
+      /** Carries resource updates to every instance, where clients listen for them. */
+      broadcast?: Broadcast;
     },
   ) {}
 
@@ -63,6 +71,30 @@ export class McpCore {
   /** Calls `listener` whenever the tools on offer change (a workflow published or withdrawn); returns the stop. */
   onToolsChanged(listener: () => void): () => void {
     return this.deps.server.published?.subscribe(listener) ?? (() => undefined);
+  }
+
+  /** Tells every instance's listening clients that a resource changed (a conversation got messages). */
+  resourceUpdated(uri: string): void {
+    this.deps.broadcast?.publish(RESOURCE_UPDATES, uri).catch((err: unknown) => {
+      this.deps.logger.warn({ err }, 'resource update not broadcast');
+    });
+  }
+
+  /** Calls `listener` with the URI of each resource updated on any instance; returns the stop. */
+  onResourceUpdated(listener: (uri: string) => void): () => void {
+    return this.deps.broadcast?.subscribe(RESOURCE_UPDATES, listener) ?? (() => undefined);
+  }
+
+  /**
+   * Of the resources a client asks to hear the updates of, the first the caller may not read (it does not exist for
+   * them), or nothing. Updates carry no content, but who is active in which conversation is the owner's business.
+   */
+  async unreadableResource(caller: Caller, uris: unknown[]): Promise<string | undefined> {
+    if (uris.length > MAX_RESOURCE_SUBSCRIPTIONS) return String(uris[MAX_RESOURCE_SUBSCRIPTIONS]);
+    for (const uri of uris) {
+      if (typeof uri !== 'string' || !(await readableResource(this.deps.server, uri, caller))) return String(uri);
+    }
+    return undefined;
   }
 
   /** One MCP request on the caller's behalf through the shared server (REST-style endpoints). */

@@ -8,6 +8,7 @@ import type { Module } from '../ports/module.js';
 import { type Caller, principalSubject } from '../ports/caller.js';
 import type { HealthCheck } from '../ports/health.js';
 import { userObject } from '../ports/subjects.js';
+import { conversationUri } from './catalog.js';
 import { McpCore } from './core.js';
 import { createMcpMetrics } from './metrics.js';
 import type { McpPolicy } from './policy.js';
@@ -98,7 +99,9 @@ export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
     logger,
     tasks,
     requestStateKey: deps.requestStateKey,
+    broadcast: deps.broadcast,
   });
+  const stopRelaying = services.conversations.onUpdated((id) => core.resourceUpdated(conversationUri(id)));
   return {
     name: 'mcp',
     service: { core, tools, tasks },
@@ -109,6 +112,7 @@ export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
     ],
     exports: [{ section: 'mcp_tasks', collect: (userId) => tasks.exportOf(userObject(userId)) }],
     stop: async () => {
+      stopRelaying();
       await tasks.stop();
       await core.close();
     },

@@ -1,3 +1,4 @@
+import { randomUUID } from 'node:crypto';
 import {
   type AuthInfo,
   type CacheHint,
@@ -25,7 +26,6 @@ import {
   SERVER_CAPABILITIES,
   SERVER_INFO,
   SERVER_INFO_RESOURCE,
-  UNAUTHENTICATED_RESULT,
   admitTool,
   callTool,
   listTools,
@@ -37,7 +37,6 @@ import {
   PUBLISHED_ANNOTATIONS,
   PUBLISHED_INPUT,
   type PublishedWorkflow,
-  type WaitingRun,
   callPublished,
   publishedRefusal,
   waitingRun,
@@ -90,13 +89,16 @@ export interface ModernDeps {
   questions?: RequestStateCodec<RunQuestion>;
 }
 
-/** What a question's `requestState` carries: the run that asks, and the key its answer comes under. */
-export interface RunQuestion {
-  workflowId: string;
-  runId: string;
-  question: string;
-  key: string;
-}
+/**
+ * What a question's `requestState` carries, and the key its answer comes under: the waiting run that asks (a human
+ * step), or the workflow that needs something to start from (a published workflow called without input).
+ */
+export type RunQuestion = { question: string; key: string; workflowId: string } & (
+  { kind: 'answer'; runId: string } | { kind: 'input' }
+);
+
+/** What a retry brings: the answer's outcome, the input the workflow may start from, or nothing (a first call). */
+type Round = { result: CallToolResult | InputRequiredResult } | { input: string } | undefined;
 
 /**
  * The codec of the questions' `requestState`: HMAC-sealed with the service's key, so that every instance can read
@@ -153,7 +155,12 @@ export function createModernMcpServer(
 ): McpServer {
   const { tasks } = modern;
   const server = new McpServer(SERVER_INFO, {
-    capabilities: { ...SERVER_CAPABILITIES, ...(tasks && { extensions: { [TASKS_EXTENSION]: {} } }) },
+    capabilities: {
+      ...SERVER_CAPABILITIES,
+      // Updates of a resource are heard on `subscriptions/listen` (the 2025 era has no subscriptions here).
+      resources: { ...SERVER_CAPABILITIES.resources, subscribe: true },
+      ...(tasks && { extensions: { [TASKS_EXTENSION]: {} } }),
+    },
     instructions: INSTRUCTIONS,
     cacheHints: CACHE_HINTS,
     ...(modern.questions && { requestState: { verify: modern.questions.verify.bind(modern.questions) } }),
@@ -186,8 +193,8 @@ export function createModernMcpServer(
         },
       },
       async (args: unknown, ctx) => {
-        const answered = await rounds.answered(ctx, tool);
-        if (answered) return answered;
+        const round = await rounds.answered(ctx, tool);
+        if (round && 'result' in round) return round.result;
         // A call the policy point refuses is answered at once, as without a task; no task is started for it.
         if (tasks && caller && tool.longRunning && wantsTask(ctx))
           return (
@@ -209,9 +216,13 @@ export function createModernMcpServer(
         inputSchema: PUBLISHED_INPUT,
         annotations: PUBLISHED_ANNOTATIONS,
       },
-      async ({ input }, ctx) => {
-        const answered = await rounds.answered(ctx, workflow);
-        if (answered) return answered;
+      async (args, ctx) => {
+        const round = await rounds.answered(ctx, workflow);
+        if (round && 'result' in round) return round.result;
+        const input = round?.input ?? args.input;
+        // Called with nothing to start from: the client's user is asked for it, when it can ask.
+        const asked = input === '' && (await rounds.askInput(workflow, ctx));
+        if (asked) return asked;
         if (tasks && caller && wantsTask(ctx))
           return (
             (await publishedRefusal(published!, workflow, caller)) ??
@@ -274,8 +285,8 @@ export function createModernMcpServer(
 /**
  * A workflow that stops at a human node asks its question in the reply (`input_required`), when the client can put
  * a form to its user; the client calls the tool again with the answer, and the run goes on from its checkpoint, on
- * whichever instance the retry reaches. Clients that cannot ask get the waiting run, which `workflow_resume`
- * answers, as on the 2025-era wires.
+ * whichever instance the retry reaches. A published workflow called without input asks for it the same way.
+ * Clients that cannot ask get the waiting run, which `workflow_resume` answers, as on the 2025-era wires.
  */
 function questionRounds(deps: McpServerDeps, caller: Caller | undefined, modern: ModernDeps) {
   const { questions } = modern;
@@ -283,54 +294,70 @@ function questionRounds(deps: McpServerDeps, caller: Caller | undefined, modern:
   // Answers to `workflow_run` go through the policy point like any call of `workflow_resume`.
   const resumeTool = deps.executor.tools.find((t) => t.name === 'workflow_resume');
 
-  const resume = (via: ToolDefinition | PublishedWorkflow, state: RunQuestion, answer: string, signal: AbortSignal) => {
-    if ('toolName' in via) {
-      return published!
-        .runnableBy(caller!)
-        .then((runnable) =>
-          runnable.has(state.workflowId)
-            ? published!.resume(caller!, state.workflowId, state.runId, answer, signal)
-            : UNAUTHENTICATED_RESULT,
-        );
-    }
+  const resume = async (
+    via: ToolDefinition | PublishedWorkflow,
+    state: { workflowId: string; runId: string },
+    answer: string,
+    signal: AbortSignal,
+  ): Promise<CallToolResult> => {
+    if ('toolName' in via)
+      return (
+        (await publishedRefusal(published!, via, caller)) ??
+        published!.resume(caller!, state.workflowId, state.runId, answer, signal)
+      );
     const args = { workflow_id: state.workflowId, run_id: state.runId, answer };
     return callTool(deps, resumeTool!, args, caller, { signal, log: () => Promise.resolve() });
   };
 
-  const question = async (waiting: Pick<WaitingRun, 'workflowId' | 'runId' | 'question'>, ctx: ServerContext) => {
-    const key = `answer-${waiting.runId.slice(0, 8)}-${Date.now().toString(36)}`;
-    const state = { workflowId: waiting.workflowId, runId: waiting.runId, question: waiting.question, key };
-    return inputRequired({
-      inputRequests: { [key]: inputRequired.elicit(questionRequest(waiting.question).params) },
+  const ask = async (state: RunQuestion, ctx: ServerContext) =>
+    inputRequired({
+      inputRequests: { [state.key]: inputRequired.elicit(questionRequest(state.question).params) },
       requestState: await questions!.mint(state, ctx),
     });
-  };
+  const keyFor = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 
   const enabled = Boolean(questions && published && caller && resumeTool);
   return {
     /** The tool's result, or its waiting run's question when the client can ask its user. */
     async ask(result: CallToolResult, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> {
       const waiting = enabled && asksForms(ctx) ? waitingRun(result) : undefined;
-      return waiting ? question(waiting, ctx) : result;
+      if (!waiting) return result;
+      const { workflowId, runId, question } = waiting;
+      return ask({ kind: 'answer', workflowId, runId, question, key: keyFor('answer') }, ctx);
     },
-    /** A retry carrying the answer to a question asked earlier: the run goes on (undefined for a first call). */
-    async answered(
-      ctx: ServerContext,
-      via: ToolDefinition | PublishedWorkflow,
-    ): Promise<CallToolResult | InputRequiredResult | undefined> {
+
+    /** Asks what a published workflow should start from, when the client can ask its user (else nothing). */
+    async askInput(workflow: PublishedWorkflow, ctx: ServerContext): Promise<InputRequiredResult | undefined> {
+      if (!enabled || !asksForms(ctx)) return undefined;
+      const question = `What should "${workflow.title}" start from?`;
+      return ask({ kind: 'input', workflowId: workflow.workflowId, question, key: keyFor('input') }, ctx);
+    },
+
+    /** A retry carrying the answer to a question asked earlier (nothing for a first call). */
+    async answered(ctx: ServerContext, via: ToolDefinition | PublishedWorkflow): Promise<Round> {
       const state = enabled ? ctx.mcpReq.requestState<RunQuestion>() : undefined;
       if (!state || typeof state !== 'object') return undefined;
+      // The state belongs to the call that asked: another workflow's tool does not take it.
+      if ('toolName' in via && via.workflowId !== state.workflowId) return undefined;
       const response = readAnswer(ctx.mcpReq.inputResponses?.[state.key]);
-      if (response.kind === 'invalid') return question(state, ctx);
+      if (response.kind === 'invalid') return { result: await ask(state, ctx) };
+      if (state.kind === 'input') {
+        if (response.kind === 'answer') return { input: response.answer };
+        return {
+          result: { content: [{ type: 'text', text: 'Nothing was run: no input was given.' }], isError: false },
+        };
+      }
       if (response.kind === 'declined') {
         await published!.cancel(caller!, state.workflowId, state.runId).catch(() => undefined);
         return {
-          content: [{ type: 'text', text: 'The question was declined, so the run was stopped.' }],
-          structuredContent: { workflow_id: state.workflowId, run_id: state.runId, status: 'cancelled' },
-          isError: false,
+          result: {
+            content: [{ type: 'text', text: 'The question was declined, so the run was stopped.' }],
+            structuredContent: { workflow_id: state.workflowId, run_id: state.runId, status: 'cancelled' },
+            isError: false,
+          },
         };
       }
-      return this.ask(await resume(via, state, response.answer, ctx.mcpReq.signal), ctx);
+      return { result: await this.ask(await resume(via, state, response.answer, ctx.mcpReq.signal), ctx) };
     },
   };
 }

@@ -205,6 +205,31 @@ describe('MCP 2026-07-28 beside the 2025 era on /mcp', () => {
     await subscription.close();
   });
 
+  it('tells a client following a conversation it may read when it gets messages; another user may not follow it', async () => {
+    const { app: served, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const bob = await as('bob');
+    const client = await modernClient(served, alice.token);
+    const first = await client.callTool({ name: 'chat', arguments: { query: 'Hello there' } });
+    const uri = `conversation://${(first.structuredContent as { conversation_id: string }).conversation_id}`;
+
+    const listener = await modernClient(served, alice.token);
+    const updated = new Promise<string>((resolve) =>
+      listener.setNotificationHandler('notifications/resources/updated', (note) => resolve(note.params.uri)),
+    );
+    const subscription = await listener.listen({ resourceSubscriptions: [uri] });
+    await client.callTool({
+      name: 'chat',
+      arguments: { query: 'And again', conversation_id: uri.slice('conversation://'.length) },
+    });
+    expect(await updated).toBe(uri);
+    await subscription.close();
+
+    const intruder = await modernClient(served, bob.token);
+    const refused = await intruder.listen({ resourceSubscriptions: [uri] }).catch((e: unknown) => e);
+    expect(refused).toMatchObject({ code: -32602, message: expect.stringContaining(uri) as unknown });
+  });
+
   it('over stdio, a negotiating client falls back to the 2025 era and is served', async () => {
     const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-stdio-')), 'agent.db');
     const client = closing(new Client({ name: 'modern', version: '1.0.0' }, { versionNegotiation: { mode: 'auto' } }));

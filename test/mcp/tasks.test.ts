@@ -103,6 +103,33 @@ describe('a workflow’s question over several round trips (input_required)', ()
     expect(direct.structuredContent).toMatchObject({ status: 'completed' });
   });
 
+  it('asks what a published workflow should start from when it is called without input', async () => {
+    const { app, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const { tool, id } = await publishAskThenAnswer(app, alice.token);
+    const replies = ['Start from here', 'blue otters'];
+    const { client, asked } = await askingClient(app, alice.token, () => ({
+      action: 'accept',
+      content: { answer: replies.shift()! },
+    }));
+    const result = await client.callTool({ name: tool, arguments: {} });
+    // First what to start from, then the human step's question: two round trips, one call.
+    expect(asked).toEqual(['What should "Ask, then answer" start from?', 'What should I say?']);
+    expect(result.structuredContent).toMatchObject({ workflow_id: id, status: 'completed' });
+    const runs = await requester(app, { token: alice.token }, 'builder').get<Json[]>(
+      `/api/builder/workflows/${id}/runs`,
+    );
+    expect(runs.body).toEqual([expect.objectContaining({ input: 'Start from here' })]);
+
+    // Declined: nothing runs.
+    const { client: declining } = await askingClient(app, alice.token, () => ({ action: 'decline' }));
+    const declined = await declining.callTool({ name: tool, arguments: {} });
+    expect(declined).toMatchObject({ isError: false, content: [{ text: 'Nothing was run: no input was given.' }] });
+    expect(
+      (await requester(app, { token: alice.token }, 'builder').get<Json[]>(`/api/builder/workflows/${id}/runs`)).body,
+    ).toHaveLength(1);
+  });
+
   it('stops the run when the user declines, and leaves it waiting for a client that cannot ask', async () => {
     const { app, as } = closing(await startTestClient());
     const alice = await as('alice');

@@ -261,6 +261,29 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
       expect(answered.result).toMatchObject({ structuredContent: { status: 'completed' } });
     });
 
+    it('tells a client listening on one instance of a conversation updated through the other', async () => {
+      const token = (await login(c)).body.access_token as string;
+      const started = await postModern(c, token, 'tools/call', { name: 'chat', arguments: { query: 'Hello' } });
+      const id = (started.result!.structuredContent as { conversation_id: string }).conversation_id;
+      const listener = new ModernClient(
+        { name: 'listener', version: '1.0.0' },
+        { versionNegotiation: { mode: { pin: MODERN_REVISION } } },
+      );
+      await listener.connect(
+        new ModernTransport(new URL(`${d.url('main')}/mcp`), {
+          requestInit: { headers: { Authorization: `Bearer ${token}` } },
+        }),
+      );
+      const updated = new Promise<string>((resolve) =>
+        listener.setNotificationHandler('notifications/resources/updated', (note) => resolve(note.params.uri)),
+      );
+      const subscription = await listener.listen({ resourceSubscriptions: [`conversation://${id}`] });
+      await postModern(c, token, 'tools/call', { name: 'chat', arguments: { query: 'Again', conversation_id: id } });
+      expect(await updated).toBe(`conversation://${id}`);
+      await subscription.close();
+      await listener.close();
+    });
+
     it('cancels, through one instance, a task working on the other: its model call stops there', async () => {
       const fake = await startFakeOpenAi(['gpt-fake']);
       fake.chunkDelayMs = 200;

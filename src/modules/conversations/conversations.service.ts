@@ -126,11 +126,19 @@ function snippet(content: string, words: string[]): string {
  * `viewer` on it, and a conversation the caller may not see is reported as missing.
  */
 export class ConversationsService {
+  readonly #updated = new Set<(id: string) => void>();
+
   constructor(
     private readonly db: Kysely<Database>,
     private readonly authz: AuthzService,
     private readonly now: () => Date = () => new Date(),
   ) {}
+
+  /** Calls `listener` with a conversation's id each time messages are added to it here; returns the stop. */
+  onUpdated(listener: (id: string) => void): () => void {
+    this.#updated.add(listener);
+    return () => this.#updated.delete(listener);
+  }
 
   async create(owner: string, title: string): Promise<Conversation> {
     const at = this.now().toISOString();
@@ -220,6 +228,7 @@ export class ConversationsService {
         .where('id', '=', id)
         .execute();
     });
+    for (const listener of this.#updated) listener(id);
   }
 
   /** The subject's own conversations, most recently active first. */
