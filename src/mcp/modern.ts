@@ -168,20 +168,21 @@ export function createModernMcpServer(
   const rounds = questionRounds(deps, caller, modern);
 
   for (const tool of deps.executor.tools) {
-    const run = (args: unknown, signal: AbortSignal, ctx?: ServerContext) =>
+    // In a request, its log messages go to the client; a task's call was admitted before the task started.
+    const run = (args: unknown, signal: AbortSignal, how: { ctx?: ServerContext; admitted?: boolean }) =>
       callTool(deps, tool, args, caller, {
         signal,
-        log: (level, data) => (ctx ? ctx.mcpReq.log(level, data, tool.name) : Promise.resolve()),
-        // A task's call was admitted before the task was started.
-        admitted: ctx === undefined,
+        log: (level, data) => how.ctx?.mcpReq.log(level, data, tool.name) ?? Promise.resolve(),
+        admitted: how.admitted === true,
       });
     // A task's reply carries no structured content, which the SDK would refuse against the output schema: tools
     // that may answer with a task are registered without it (tools/list still shows it, from the catalog).
-    const { outputSchema: _, ...config } = toolConfig(tool);
+    const config = toolConfig(tool);
+    const { outputSchema: _, ...withoutOutput } = config;
     server.registerTool(
       tool.name,
       {
-        ...(tasks && tool.longRunning ? config : toolConfig(tool)),
+        ...(tasks && tool.longRunning ? withoutOutput : config),
         // A token narrowed to reading is told, before the call, which scope to ask for (step-up: 403).
         scopeChallenge: () => {
           const scope = caller && missingScope(caller, { readOnly: tool.annotations.readOnlyHint === true });
@@ -199,9 +200,11 @@ export function createModernMcpServer(
         if (tasks && caller && tool.longRunning && wantsTask(ctx))
           return (
             (await admitTool(deps, tool, caller)) ??
-            taskCreated(await tasks.start(caller, tool.name, (signal) => run(args, signal)).catch(rethrown))
+            taskCreated(
+              await tasks.start(caller, tool.name, (signal) => run(args, signal, { admitted: true })).catch(rethrown),
+            )
           );
-        return rounds.ask(await run(args, ctx.mcpReq.signal, ctx), ctx);
+        return rounds.ask(await run(args, ctx.mcpReq.signal, { ctx }), ctx);
       },
     );
   }

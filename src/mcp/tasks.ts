@@ -4,6 +4,7 @@ import type { Kysely } from 'kysely';
 import { z } from 'zod';
 import type { Broadcast } from '../adapters/broadcast/port.js';
 import type { Database } from '../db/database.js';
+import { toAppError } from '../errors.js';
 import type { Logger } from '../logger.js';
 import type { Caller } from '../ports/caller.js';
 import type { ExportedMcpTask } from '../ports/data-export.js';
@@ -316,12 +317,15 @@ export class McpTasks {
       try {
         const result = await work(controller.signal);
         if (!controller.signal.aborted) await this.#settle(id, result);
-      } catch (error) {
+      } catch (thrown) {
         if (controller.signal.aborted) return;
-        this.deps.logger.error({ err: error, task: id }, 'MCP task failed');
+        // What the caller may know (the run was answered elsewhere meanwhile, say) is told; the rest stays here.
+        const error = toAppError(thrown);
+        const told = error.expose && error.status < 500;
+        if (!told) this.deps.logger.error({ err: thrown, task: id }, 'MCP task failed');
         await this.#finish(id, 'working', {
           status: 'failed',
-          error: JSON.stringify({ code: INTERNAL_ERROR, message: 'Internal error' }),
+          error: JSON.stringify({ code: INTERNAL_ERROR, message: told ? error.message : 'Internal error' }),
         });
       } finally {
         this.#running.delete(id);

@@ -293,6 +293,28 @@ describe('tasks (the Tasks extension)', () => {
     }
   });
 
+  it('fails with the reason when its run was answered elsewhere meanwhile', async () => {
+    const { app, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const { tool, id, builder } = await publishAskThenAnswer(app, alice.token);
+    const created = await task(app, alice.token, 'tools/call', { name: tool, arguments: { input: 'Hello' } });
+    const taskId = created.result!.taskId as string;
+    const waiting = await until(app, alice.token, taskId, 'input_required');
+    const [run] = (await builder.get<Json[]>(`/api/builder/workflows/${id}/runs`)).body;
+    // Answered in the builder instead: the task's question is no longer the run's.
+    const direct = await builder.post(`/api/builder/workflows/${id}/runs/${run!.run_id as string}/resume`, {
+      answer: 'from the builder',
+    });
+    expect(direct.status).toBe(200);
+    const [key] = Object.keys(waiting.inputRequests as Json);
+    await task(app, alice.token, 'tasks/update', {
+      taskId,
+      inputResponses: { [key!]: { action: 'accept', content: { answer: 'too late' } } },
+    });
+    const failed = await until(app, alice.token, taskId, 'failed');
+    expect(failed.error).toEqual({ code: -32603, message: 'The run is completed, not waiting for an answer' });
+  });
+
   it('belongs to its caller: to anyone else it does not exist', async () => {
     const { app, as } = closing(await startTestClient());
     const alice = await as('alice');
