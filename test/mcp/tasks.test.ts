@@ -400,6 +400,43 @@ describe('tasks (the Tasks extension)', () => {
     expect(await app.infrastructure.db.kysely.selectFrom('mcp_tasks').selectAll().execute()).toEqual([]);
   });
 
+  it('is failed once the claim of the instance running it lapses (a crash), and bounds unfinished tasks at 20', async () => {
+    const fake = closing(await startFakeOpenAi(['gpt-fake']));
+    fake.chunkDelayMs = 200;
+    fake.replies.push({ text: 'a long answer that streams slowly, word by word, for a good while' });
+    const clock = new TestClock();
+    const { app, as } = closing(
+      await startTestClient(
+        { LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'gpt-fake', LLM_API_KEY: 'sk-fake' },
+        { now: clock.now },
+      ),
+    );
+    const alice = await as('alice');
+    const created = await task(app, alice.token, 'tools/call', { name: 'agent_chat', arguments: { message: 'Go' } });
+    const taskId = created.result!.taskId as string;
+    // Nobody renews the claim for 30 s: as if the instance had crashed, the task is lost.
+    clock.advance(30_001);
+    const lost = await task(app, alice.token, 'tasks/get', { taskId });
+    expect(lost.result).toMatchObject({
+      status: 'failed',
+      error: { code: -32603, message: 'The task stopped: the instance running it went away before it finished' },
+    });
+
+    const bob = await as('bob');
+    const { tool } = await publishAskThenAnswer(app, bob.token);
+    for (let i = 0; i < 20; i++) {
+      const started = await task(app, bob.token, 'tools/call', { name: tool, arguments: { input: `run ${i}` } });
+      expect(started.result, `task ${i}`).toMatchObject({ resultType: 'task' });
+    }
+    const refused = await task(app, bob.token, 'tools/call', { name: tool, arguments: { input: 'one more' } });
+    // A tool error, as tool failures are on MCP: the call started nothing.
+    expect(refused.result).toMatchObject({
+      resultType: 'complete',
+      isError: true,
+      content: [{ text: 'You have 20 unfinished tasks: wait for one to finish, or cancel one' }],
+    });
+  });
+
   it('is in the owner’s data export, and erased with them', async () => {
     const { app, as } = closing(await startTestClient());
     const alice = await as('alice');
