@@ -1,6 +1,7 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { SSEClientTransport } from '@modelcontextprotocol/sdk/client/sse.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
@@ -30,6 +31,31 @@ export function postMcp(app: App, token: string, message: { method: string; para
 /** The 2026-07-28 revision, as its requests name it. */
 export const MODERN_REVISION = '2026-07-28';
 export const TASKS_CAPABILITY = { extensions: { 'io.modelcontextprotocol/tasks': {} } };
+
+/**
+ * The official 2.x client on the app's `/mcp` with a bearer token, pinned to the 2026-07-28 revision unless `mode`
+ * says otherwise; `fetch` routes its requests (a balancer, say). Close it when done.
+ */
+export async function connectModernClient(
+  app: App,
+  token: string,
+  options: { mode?: 'auto' | { pin: string }; capabilities?: Record<string, unknown>; fetch?: typeof fetch } = {},
+): Promise<ModernClient> {
+  const client = new ModernClient(
+    { name: 'modern', version: '1.0.0' },
+    {
+      versionNegotiation: { mode: options.mode ?? { pin: MODERN_REVISION } },
+      ...(options.capabilities && { capabilities: options.capabilities }),
+    },
+  );
+  await client.connect(
+    new ModernTransport(new URL(`${app.url('main')}/mcp`), {
+      requestInit: { headers: { Authorization: `Bearer ${token}` } },
+      ...(options.fetch && { fetch: options.fetch }),
+    }),
+  );
+  return client;
+}
 
 export interface RpcReply {
   status: number;

@@ -4,12 +4,7 @@ import { join } from 'node:path';
 import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
 import { Client as LegacyClient } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport as LegacyTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import {
-  Client,
-  InsufficientScopeError,
-  ResourceNotFoundError,
-  StreamableHTTPClientTransport,
-} from '@modelcontextprotocol/client';
+import { Client, InsufficientScopeError, ResourceNotFoundError } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { CACHE_HINTS } from '../../src/mcp/modern.js';
@@ -18,6 +13,7 @@ import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, PASSWORD, accessToken, createUser } from '../helpers/auth.js';
 import { authorizeClient } from '../helpers/oauth.js';
 import { startTestClient } from '../helpers/client.js';
+import { connectModernClient } from '../helpers/mcp.js';
 
 /**
  * The 2026-07-28 revision on `/mcp`, beside the 2025-era protocol on the same endpoint: the official 2.x client,
@@ -26,15 +22,8 @@ import { startTestClient } from '../helpers/client.js';
 const closing = closeAfterEach();
 const REVISION = '2026-07-28';
 
-async function modernClient(app: App, token: string, mode: 'auto' | { pin: string } = { pin: REVISION }) {
-  const client = closing(new Client({ name: 'modern', version: '1.0.0' }, { versionNegotiation: { mode } }));
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
-  return client;
-}
+const modernClient = async (app: App, token: string, mode: 'auto' | { pin: string } = { pin: REVISION }) =>
+  closing(await connectModernClient(app, token, { mode }));
 
 describe('MCP 2026-07-28 beside the 2025 era on /mcp', () => {
   let app: App;

@@ -1,7 +1,6 @@
 import { mkdtempSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
 import {
   type RawClientDispatch,
   createTaskSessionFromClient,
@@ -14,7 +13,14 @@ import { startFakeOpenAi } from '../fakes/openai.js';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, TestClock, accessToken, createUser } from '../helpers/auth.js';
 import { type Json, requester, startTestClient } from '../helpers/client.js';
-import { MODERN_REVISION, type RpcReply, TASKS_CAPABILITY, postModern, sendModern } from '../helpers/mcp.js';
+import {
+  MODERN_REVISION,
+  type RpcReply,
+  TASKS_CAPABILITY,
+  connectModernClient,
+  postModern,
+  sendModern,
+} from '../helpers/mcp.js';
 
 /**
  * What the 2026-07-28 revision adds for work that needs a person or takes long: a workflow's human question asked
@@ -38,22 +44,12 @@ async function publishAskThenAnswer(app: App, token: string) {
 /** A client of the revision that puts every question to its "user", who answers with `reply`. */
 async function askingClient(app: App, token: string, reply: (message: string) => Json) {
   const asked: string[] = [];
-  const client = closing(
-    new Client(
-      { name: 'asking', version: '1.0.0' },
-      { versionNegotiation: { mode: { pin: MODERN_REVISION } }, capabilities: { elicitation: { form: {} } } },
-    ),
-  );
+  const client = closing(await connectModernClient(app, token, { capabilities: FORMS }));
   client.setRequestHandler('elicitation/create', (request) => {
     const { message } = request.params as { message: string };
     asked.push(message);
     return Promise.resolve(reply(message) as never);
   });
-  await client.connect(
-    new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
-      requestInit: { headers: { Authorization: `Bearer ${token}` } },
-    }),
-  );
   return { client, asked };
 }
 
@@ -245,14 +241,7 @@ describe('tasks (the Tasks extension)', () => {
     const { app, as } = closing(await startTestClient());
     const alice = await as('alice');
     const { tool } = await publishAskThenAnswer(app, alice.token);
-    const client = closing(
-      new Client({ name: 'tasks', version: '1.0.0' }, { versionNegotiation: { mode: { pin: MODERN_REVISION } } }),
-    );
-    await client.connect(
-      new StreamableHTTPClientTransport(new URL(`${app.url('main')}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${alice.token}` } },
-      }),
-    );
+    const client = closing(await connectModernClient(app, alice.token));
 
     // The package frames the revision's task requests itself; they travel over plain HTTP.
     let id = 0;

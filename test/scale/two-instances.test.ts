@@ -1,6 +1,5 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
-import { Client as ModernClient, StreamableHTTPClientTransport as ModernTransport } from '@modelcontextprotocol/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { askThenAnswer } from '../builder/helpers.js';
@@ -8,7 +7,7 @@ import { startFakeOpenAi } from '../fakes/openai.js';
 import { startTestApp } from '../helpers/app.js';
 import { requester } from '../helpers/client.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
-import { MODERN_REVISION, TASKS_CAPABILITY, postMcp, postModern } from '../helpers/mcp.js';
+import { TASKS_CAPABILITY, connectModernClient, postMcp, postModern } from '../helpers/mcp.js';
 import {
   createPostgresDatabase,
   describeWithService,
@@ -130,16 +129,7 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
     const token = (await call(b, 'POST', '/auth/login', { body: { username: 'dora', password: PASSWORD } })).body
       .access_token as string;
     const balancer = roundRobin([a, b]);
-    const client = new ModernClient(
-      { name: 'modern', version: '1.0.0' },
-      { versionNegotiation: { mode: { pin: '2026-07-28' } } },
-    );
-    await client.connect(
-      new ModernTransport(new URL(`${a.url('main')}/mcp`), {
-        requestInit: { headers: { Authorization: `Bearer ${token}` } },
-        fetch: balancer.fetch,
-      }),
-    );
+    const client = await connectModernClient(a, token, { fetch: balancer.fetch });
     for (let i = 0; i < 2; i++) {
       expect((await client.listTools()).tools.map((t) => t.name)).toContain('conversation_search');
       const result = await client.callTool({ name: 'conversation_search', arguments: { query: `x${i}` } });
@@ -207,15 +197,7 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
     it('offers a workflow published through one instance on the other, and runs it as a task across both', async () => {
       const token = (await login(c)).body.access_token as string;
       // A 2026-07-28 client listening on D hears of a publication made through C.
-      const listener = new ModernClient(
-        { name: 'listener', version: '1.0.0' },
-        { versionNegotiation: { mode: { pin: MODERN_REVISION } } },
-      );
-      await listener.connect(
-        new ModernTransport(new URL(`${d.url('main')}/mcp`), {
-          requestInit: { headers: { Authorization: `Bearer ${token}` } },
-        }),
-      );
+      const listener = await connectModernClient(d, token);
       const changed = new Promise<void>((resolve) =>
         listener.setNotificationHandler('notifications/tools/list_changed', () => resolve()),
       );
@@ -265,15 +247,7 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
       const token = (await login(c)).body.access_token as string;
       const started = await postModern(c, token, 'tools/call', { name: 'chat', arguments: { query: 'Hello' } });
       const id = (started.result!.structuredContent as { conversation_id: string }).conversation_id;
-      const listener = new ModernClient(
-        { name: 'listener', version: '1.0.0' },
-        { versionNegotiation: { mode: { pin: MODERN_REVISION } } },
-      );
-      await listener.connect(
-        new ModernTransport(new URL(`${d.url('main')}/mcp`), {
-          requestInit: { headers: { Authorization: `Bearer ${token}` } },
-        }),
-      );
+      const listener = await connectModernClient(d, token);
       const updated = new Promise<string>((resolve) =>
         listener.setNotificationHandler('notifications/resources/updated', (note) => resolve(note.params.uri)),
       );
