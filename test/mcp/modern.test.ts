@@ -217,6 +217,11 @@ describe('MCP 2026-07-28 beside the 2025 era on /mcp', () => {
     const intruder = await modernClient(served, bob.token);
     const refused = await intruder.listen({ resourceSubscriptions: [uri] }).catch((e: unknown) => e);
     expect(refused).toMatchObject({ code: -32602, message: expect.stringContaining(uri) as unknown });
+    // Unknown schemes, and more than 100 resources at once, are refused the same way.
+    for (const uris of [['file:///etc/passwd'], Array.from({ length: 101 }, () => 'agent-service://server')]) {
+      const tooMuch = await listener.listen({ resourceSubscriptions: uris }).catch((e: unknown) => e);
+      expect(tooMuch).toMatchObject({ code: -32602 });
+    }
   });
 
   it('over stdio, a negotiating client falls back to the 2025 era and is served', async () => {

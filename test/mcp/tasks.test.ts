@@ -304,6 +304,38 @@ describe('tasks (the Tasks extension)', () => {
     expect(failed.error).toEqual({ code: -32603, message: 'The run is completed, not waiting for an answer' });
   });
 
+  it('answers malformed task requests with -32602 and changes nothing', async () => {
+    const { app, as } = closing(await startTestClient());
+    const alice = await as('alice');
+    const { tool } = await publishAskThenAnswer(app, alice.token);
+    const created = await task(app, alice.token, 'tools/call', { name: tool, arguments: { input: 'Hello' } });
+    const taskId = created.result!.taskId as string;
+    const waiting = await until(app, alice.token, taskId, 'input_required');
+    const [key] = Object.keys(waiting.inputRequests as Json);
+    const malformed: Json[] = [
+      { taskId: 'x'.repeat(65) },
+      { taskId: 42 },
+      {},
+      { taskId, inputResponses: { [key!]: { action: 'accept', content: { answer: 7 } } } },
+      { taskId, inputResponses: { [key!]: { action: 'accept', content: { answer: 'x'.repeat(20_001) } } } },
+    ];
+    for (const params of malformed) {
+      const reply = await task(app, alice.token, 'tasks/update', params);
+      expect(reply.status, JSON.stringify(params).slice(0, 80)).toBe(200);
+      expect(reply.error?.code, JSON.stringify(params).slice(0, 80)).toBe(-32602);
+    }
+    // A response to a question the task does not ask is ignored, as the extension says; so is one that is not a
+    // response at all (the SDK drops it before the task sees it).
+    for (const inputResponses of [{ 'not-asked': { action: 'accept', content: { answer: 'x' } } }, { [key!]: 'yes' }]) {
+      const stray = await task(app, alice.token, 'tasks/update', { taskId, inputResponses });
+      expect(stray.result).toMatchObject({ resultType: 'complete' });
+    }
+    expect((await task(app, alice.token, 'tasks/get', { taskId })).result).toMatchObject({
+      status: 'input_required',
+      inputRequests: waiting.inputRequests,
+    });
+  });
+
   it('belongs to its caller: to anyone else it does not exist', async () => {
     const { app, as } = closing(await startTestClient());
     const alice = await as('alice');
