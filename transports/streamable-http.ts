@@ -4,7 +4,7 @@ import { Socket } from 'node:net';
 import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { type McpHttpHandler, classifyInboundRequest, createMcpHandler } from '@modelcontextprotocol/server';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
@@ -53,8 +53,15 @@ export interface StreamableHttpOptions {
 const withAuth = (req: Request, extra: { resourceMetadataUrl?: string } = {}) =>
   Object.assign(req, { auth: { ...authInfoFor(callerOf(req)), ...extra } });
 
-function jsonRpcError(res: Response, status: number, code: number, message: string): void {
-  res.status(status).json({ jsonrpc: '2.0', error: { code, message }, id: null });
+function jsonRpcError(
+  res: Response,
+  status: number,
+  code: number,
+  message: string,
+  about: { id?: unknown; data?: unknown } = {},
+): void {
+  const error = { code, message, ...(about.data !== undefined && { data: about.data }) };
+  res.status(status).json({ jsonrpc: '2.0', error, id: about.id ?? null });
 }
 
 const STATELESS_ONLY_POST = 'Method not allowed: this server is stateless (MCP_SESSION_MODE=stateless); use POST';
@@ -274,10 +281,9 @@ export class StreamableHttpSessions {
       const refused = await this.options.core.unreadableResource(callerOf(req), following);
       if (refused !== undefined) {
         this.options.core.metrics.messages.inc({ method: 'subscriptions/listen', status: 'error' });
-        res.json({
-          jsonrpc: '2.0',
-          id: body?.id ?? null,
-          error: { code: -32602, message: `Resource not found: ${refused}`, data: { uri: refused } },
+        jsonRpcError(res, 200, ErrorCode.InvalidParams, `Resource not found: ${refused}`, {
+          id: body?.id,
+          data: { uri: refused },
         });
         return;
       }

@@ -57,9 +57,10 @@ export class CatalogError extends Error {
   }
 }
 
-/** The MCP specification's error codes used here. */
+/** The MCP specification's error codes used here and by tasks. */
 export const RESOURCE_NOT_FOUND = -32002;
-const INVALID_PARAMS = -32602;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
 
 /** JSON-RPC error data of a prompt argument naming nothing the caller may see; REST-style callers get a 404. */
 export const NOT_FOUND_DATA = { status: 404 } as const;

@@ -1,16 +1,15 @@
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import type { McpServer as ModernMcpServer, RequestStateCodec } from '@modelcontextprotocol/server';
+import type { Broadcast } from '../adapters/broadcast/port.js';
 import type { Logger } from '../logger.js';
 import type { Caller } from '../ports/caller.js';
-import type { McpServer as ModernMcpServer } from '@modelcontextprotocol/server';
 import { DirectTransport } from './direct-transport.js';
 import { guardTransport } from './guard.js';
 import type { McpMetrics } from './metrics.js';
 import { type ModernDeps, type RunQuestion, createModernMcpServer, questionCodec } from './modern.js';
-import type { RequestStateCodec } from '@modelcontextprotocol/server';
 import type { McpTasks } from './tasks.js';
-import type { Broadcast } from '../adapters/broadcast/port.js';
 import { readableResource } from './catalog.js';
 import type { McpPolicy } from './policy.js';
 import { type McpServerDeps, authInfoFor, authInfoHearingRefusals, createMcpServer } from './server.js';

@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import {
   type AuthInfo,
+  CLIENT_CAPABILITIES_META_KEY,
   type CacheHint,
   type CallToolResult,
   type InputRequiredResult,
@@ -20,6 +21,7 @@ import {
   CONVERSATION_RESOURCE,
   CatalogError,
   INSTRUCTIONS,
+  INVALID_PARAMS,
   type McpServerDeps,
   PROMPTS,
   RESOURCE_NOT_FOUND,
@@ -46,7 +48,6 @@ import type { ToolDefinition } from './tools.js';
 
 /** The Tasks extension's identifier, in the server's capabilities and in a client's per-request ones. */
 export const TASKS_EXTENSION = 'io.modelcontextprotocol/tasks';
-const CLIENT_CAPABILITIES = 'io.modelcontextprotocol/clientCapabilities';
 
 /**
  * How long a client may reuse each list (the 2026-07-28 revision's `ttlMs`), and who may share it. The tool list
@@ -115,7 +116,7 @@ export function questionCodec(key: Uint8Array): RequestStateCodec<RunQuestion> {
 /** The capabilities the client declared on this request (every 2026-07-28 request carries its own). */
 function declared(ctx: ServerContext): { extensions?: unknown; elicitation?: unknown } {
   const envelope = ctx.mcpReq.envelope as Record<string, unknown> | undefined;
-  const capabilities = envelope?.[CLIENT_CAPABILITIES];
+  const capabilities = envelope?.[CLIENT_CAPABILITIES_META_KEY];
   return typeof capabilities === 'object' && capabilities !== null ? capabilities : {};
 }
 
@@ -140,7 +141,6 @@ function taskCreated(task: TaskView): CallToolResult {
 }
 
 const TaskParams = z.object({ taskId: z.string().min(1).max(64) });
-const INVALID_PARAMS = -32602;
 
 /**
  * A server of the 2026-07-28 revision for one request, on `@modelcontextprotocol/server`: the same catalog as the

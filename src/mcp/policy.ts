@@ -34,11 +34,6 @@ export function rateHeaders(state: RateState): Record<string, string> {
 }
 
 /**
- * The one policy point of every MCP wire: who may see and call which tool (relationship tuples on `tool:<name>`),
- * how many requests and tool calls a caller may make per minute, and how many streams it may hold open. Counters
- * live in the counter store (shared through Redis when configured); open streams are counted per instance.
- */
-/**
  * The scope a caller's token lacks to call a tool: a token narrowed to `mcp:read` may call read-only tools only.
  * Undefined when nothing is missing (a token not narrowed at all included).
  */
@@ -50,6 +45,11 @@ export function missingScope(caller: Caller, options: { readOnly?: boolean }): '
 const VISIBILITY_TTL_MS = 1_000;
 const VISIBILITY_CACHE_LIMIT = 10_000;
 
+/**
+ * The one policy point of every MCP wire: who may see and call which tool (relationship tuples on `tool:<name>`),
+ * how many requests and tool calls a caller may make per minute, and how many streams it may hold open. Counters
+ * live in the counter store (shared through Redis when configured); open streams are counted per instance.
+ */
 export class McpPolicy {
   readonly #streams = new Map<string, number>();
   readonly #visible = new Map<string, { at: number; tools: string[] }>();

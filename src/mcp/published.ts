@@ -41,24 +41,17 @@ export interface PublishedWorkflows {
 export interface WaitingRun {
   workflowId: string;
   runId: string;
-  node: string;
   question: string;
 }
 
 /** The run a workflow tool's result is waiting in, if it stopped at a question. */
 export function waitingRun(result: { structuredContent?: unknown }): WaitingRun | undefined {
   const run = result.structuredContent as
-    | { status?: unknown; workflow_id?: unknown; run_id?: unknown; waiting_node?: unknown; question?: unknown }
-    | undefined;
+    { status?: unknown; workflow_id?: unknown; run_id?: unknown; question?: unknown } | undefined;
   if (run?.status !== 'waiting') return undefined;
-  const { workflow_id, run_id, waiting_node, question } = run;
+  const { workflow_id, run_id, question } = run;
   if (typeof workflow_id !== 'string' || typeof run_id !== 'string' || typeof question !== 'string') return undefined;
-  return {
-    workflowId: workflow_id,
-    runId: run_id,
-    node: typeof waiting_node === 'string' ? waiting_node : '',
-    question,
-  };
+  return { workflowId: workflow_id, runId: run_id, question };
 }
 
 /** The arguments of every published workflow's tool. */

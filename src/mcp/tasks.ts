@@ -9,7 +9,7 @@ import type { Logger } from '../logger.js';
 import type { Caller } from '../ports/caller.js';
 import type { ExportedMcpTask } from '../ports/data-export.js';
 import { subjectOf } from '../ports/subjects.js';
-import { CatalogError } from './catalog.js';
+import { CatalogError, INTERNAL_ERROR, INVALID_PARAMS } from './catalog.js';
 import { type PublishedWorkflows, type WaitingRun, waitingRun } from './published.js';
 import type { McpTasksTable, TaskStatus } from './tasks.tables.js';
 
@@ -52,10 +52,10 @@ export interface TaskView {
 }
 
 /** What a task does: a tool call, stopped by the signal when the task is cancelled. */
-export type TaskWork = (signal: AbortSignal) => Promise<CallToolResult>;
+type TaskWork = (signal: AbortSignal) => Promise<CallToolResult>;
 
 /** The answer a human node takes, and what a client's form response must carry. */
-export const ANSWER_FIELD = 'answer';
+const ANSWER_FIELD = 'answer';
 const ANSWER_MAX = 20_000;
 
 /** The question a waiting run asks, as an embedded form request with one text field. */
@@ -87,7 +87,7 @@ const FormResponse = z.object({
 });
 
 /** A client's response to a question: an answer, a refusal, or nothing usable. */
-export type QuestionResponse = { kind: 'answer'; answer: string } | { kind: 'declined' } | { kind: 'invalid' };
+type QuestionResponse = { kind: 'answer'; answer: string } | { kind: 'declined' } | { kind: 'invalid' };
 
 /** Reads a client's response to a question (`inputResponses[key]`); the values come from the client, unchecked. */
 export function readAnswer(response: unknown): QuestionResponse {
@@ -99,9 +99,6 @@ export function readAnswer(response: unknown): QuestionResponse {
   return { kind: 'answer', answer };
 }
 
-export const TASK_NOT_FOUND_MESSAGE = 'Task not found';
-const INVALID_PARAMS = -32602;
-const INTERNAL_ERROR = -32603;
 const CANCEL_CHANNEL = 'mcp-task-cancel';
 
 export interface McpTasksDeps {
@@ -397,7 +394,7 @@ export class McpTasks {
       .where('owner', '=', subjectOf(caller))
       .where('expires_at', '>', this.#at())
       .executeTakeFirst();
-    if (!row) throw new CatalogError(INVALID_PARAMS, TASK_NOT_FOUND_MESSAGE, { taskId: id });
+    if (!row) throw new CatalogError(INVALID_PARAMS, 'Task not found', { taskId: id });
     return row;
   }
 

@@ -32,6 +32,10 @@ const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 /** The scope a client asks for to be given refresh tokens (OpenID Connect's, as SEP-2207 describes for MCP). */
 export const OFFLINE_ACCESS = 'offline_access';
 
+/** The scopes asked for that are about access: `offline_access` asks for a refresh token, and is no part of a grant. */
+const accessScopes = (scopes: string[] | undefined): string[] =>
+  (scopes ?? []).filter((scope) => scope && scope !== OFFLINE_ACCESS);
+
 /** What the service needs to mint the service's access tokens for a grant. */
 export type IssueAccessToken = (
   user: User,
@@ -279,7 +283,7 @@ export class OAuthService {
    * refresh token (SEP-2207), not for access: it is accepted and left out of the grant.
    */
   grantableScopes(requested: string[] | undefined): string[] {
-    const asked = (requested ?? []).filter((scope) => scope && scope !== OFFLINE_ACCESS);
+    const asked = accessScopes(requested);
     const unknown = asked.find((scope) => !(MCP_SCOPES as readonly string[]).includes(scope));
     if (unknown !== undefined)
       throw new InvalidScopeError(`Unknown scope ${unknown}; supported: ${MCP_SCOPES.join(' ')}`);
@@ -477,7 +481,7 @@ export class OAuthService {
     if (resource !== undefined && this.checkResource(resource) !== grant.resource)
       throw new InvalidTargetError('resource does not match the grant');
     const granted = grant.scope.split(' ');
-    const narrowed = scopes?.filter((scope) => scope && scope !== OFFLINE_ACCESS) ?? [];
+    const narrowed = accessScopes(scopes);
     const beyond = narrowed.find((scope) => !granted.includes(scope));
     if (beyond !== undefined) throw new InvalidScopeError(`The grant does not include ${beyond}`);
     const spent = await db
