@@ -189,6 +189,8 @@ const turnLock = (sessionId: string) => `playground:turn:${sessionId}`;
 export class PlaygroundService {
   /** Turns running on this instance, by session, with what stops each. */
   readonly #running = new Map<string, AbortController>();
+  /** The user of each session with a turn running here: whose session the turn's spans are kept in. */
+  readonly #turnOwners = new Map<string, string>();
   /** Span writes not yet finished, so a turn's trace is stored before the turn is reported ended. */
   readonly #spanWrites = new Set<Promise<void>>();
 
@@ -235,7 +237,7 @@ export class PlaygroundService {
       updated_at: now,
     };
     await store.insertSession(this.deps.db, row);
-    await this.#log(row.id, 'INFO', 'session created', {});
+    await this.#log(row, 'INFO', 'session created', {});
     return toSession(row);
   }
 
@@ -252,8 +254,8 @@ export class PlaygroundService {
   async getSession(caller: Caller, id: string): Promise<SessionDetail> {
     const row = await this.#session(caller, id);
     const [messages, totals] = await Promise.all([
-      store.messagesOf(this.deps.db, [row.id]),
-      store.sessionTotals(this.deps.db, row.id),
+      store.messagesOf(this.deps.db, row.user_id, [row.id]),
+      store.sessionTotals(this.deps.db, row.user_id, row.id),
     ]);
     const totalTokens = totals.promptTokens + totals.completionTokens;
     const session = toSession(row);
@@ -277,7 +279,7 @@ export class PlaygroundService {
       ...(changes.metadata !== undefined && { metadata: JSON.stringify(changes.metadata) }),
       updated_at: this.deps.now().toISOString(),
     };
-    await store.updateSession(this.deps.db, row.id, updated);
+    if (!(await store.updateSession(this.deps.db, row.user_id, row.id, updated))) throw sessionNotFound(id);
     return toSession({ ...row, ...updated });
   }
 
@@ -322,11 +324,13 @@ export class PlaygroundService {
     const onAbort = () => stop.abort();
     signal.addEventListener('abort', onAbort, { once: true });
     this.#running.set(sessionId, stop);
+    this.#turnOwners.set(sessionId, session.user_id);
     try {
       yield* this.#runTurn(caller, session, message, stop.signal);
     } finally {
       signal.removeEventListener('abort', onAbort);
       this.#running.delete(sessionId);
+      this.#turnOwners.delete(sessionId);
       await this.deps.turns.locks.reset(lock).catch(() => undefined);
     }
   }
@@ -339,7 +343,7 @@ export class PlaygroundService {
   ): AsyncGenerator<PlaygroundEvent, void, undefined> {
     const { db, now } = this.deps;
     const started = now();
-    await store.appendMessage(db, {
+    await store.appendMessage(db, session.user_id, {
       id: randomUUID(),
       session_id: session.id,
       role: 'user',
@@ -353,7 +357,7 @@ export class PlaygroundService {
       latency_ms: null,
       created_at: started.toISOString(),
     });
-    await this.#log(session.id, 'INFO', 'turn started', { characters: message.length });
+    await this.#log(session, 'INFO', 'turn started', { characters: message.length });
 
     const answerId = randomUUID();
     let answer = '';
@@ -383,7 +387,7 @@ export class PlaygroundService {
           case 'tool_call': {
             const call: ToolCallRecord = { id: `call_${calls.length + 1}`, name: event.name, args: event.args };
             calls.push(call);
-            await this.#log(session.id, 'INFO', `tool ${event.name} called`, { tool: event.name, args: event.args });
+            await this.#log(session, 'INFO', `tool ${event.name} called`, { tool: event.name, args: event.args });
             yield { type: 'tool_call', id: call.id, name: call.name, args: call.args };
             break;
           }
@@ -392,7 +396,7 @@ export class PlaygroundService {
             const call = calls.findLast((c) => c.name === event.name && c.result === undefined);
             const id = call?.id ?? `call_${calls.length}`;
             if (call) Object.assign(call, { result: event.content, is_error: event.isError });
-            await this.#log(session.id, event.isError ? 'WARN' : 'DEBUG', `tool ${event.name} answered`, {
+            await this.#log(session, event.isError ? 'WARN' : 'DEBUG', `tool ${event.name} answered`, {
               tool: event.name,
               is_error: event.isError,
               characters: event.content.length,
@@ -422,7 +426,7 @@ export class PlaygroundService {
     // The turn's spans ended with it; store them before the turn is reported ended, so its trace is complete.
     await Promise.allSettled([...this.#spanWrites]);
     const finishedAt = now().toISOString();
-    await store.appendMessage(db, {
+    await store.appendMessage(db, session.user_id, {
       id: answerId,
       session_id: session.id,
       role: 'assistant',
@@ -436,21 +440,21 @@ export class PlaygroundService {
       latency_ms: latencyMs,
       created_at: finishedAt,
     });
-    await store.updateSession(db, session.id, {
+    await store.updateSession(db, session.user_id, session.id, {
       conversation_id: conversationId,
       model,
       updated_at: finishedAt,
     });
     if (failure) {
       if (failure.status >= 500) this.deps.logger.error({ err: failure.cause ?? failure }, 'playground turn failed');
-      await this.#log(session.id, 'ERROR', 'turn failed', {
+      await this.#log(session, 'ERROR', 'turn failed', {
         code: failure.code,
         message: failure.expose ? failure.message : 'Internal error',
       });
       yield { type: 'error', error: failure, message_id: answerId };
       return;
     }
-    await this.#log(session.id, cancelled ? 'WARN' : 'INFO', cancelled ? 'turn cancelled' : 'turn finished', {
+    await this.#log(session, cancelled ? 'WARN' : 'INFO', cancelled ? 'turn cancelled' : 'turn finished', {
       latency_ms: latencyMs,
       total_tokens: usage.total_tokens,
       tool_calls: calls.length,
@@ -492,12 +496,12 @@ export class PlaygroundService {
 
   async traces(caller: Caller, sessionId: string, limit: number): Promise<Trace[]> {
     const session = await this.#session(caller, sessionId);
-    return (await store.spansOf(this.deps.db, session.id, limit)).map(toTrace);
+    return (await store.spansOf(this.deps.db, session.user_id, session.id, limit)).map(toTrace);
   }
 
   async logs(caller: Caller, sessionId: string, minimum: LogLevel, limit: number): Promise<LogEntry[]> {
     const session = await this.#session(caller, sessionId);
-    const rows = await store.logsOf(this.deps.db, session.id, LOG_LEVELS[minimum], limit);
+    const rows = await store.logsOf(this.deps.db, session.user_id, session.id, LOG_LEVELS[minimum], limit);
     return rows.map((row) => ({
       timestamp: row.created_at,
       level: LEVEL_NAMES[row.level] ?? 'INFO',
@@ -508,7 +512,7 @@ export class PlaygroundService {
 
   async metrics(caller: Caller, sessionId: string): Promise<Metrics> {
     const session = await this.#session(caller, sessionId);
-    const totals = await store.sessionTotals(this.deps.db, session.id);
+    const totals = await store.sessionTotals(this.deps.db, session.user_id, session.id);
     return {
       session_id: session.id,
       message_count: totals.messageCount,
@@ -525,14 +529,15 @@ export class PlaygroundService {
     const sessions = await store.sessionsOf(db, userId);
     const messages = await store.messagesOf(
       db,
+      userId,
       sessions.map((s) => s.id),
     );
     return Promise.all(
       sessions.map(async (row) => ({
         ...toSession(row),
         messages: messages.filter((m) => m.session_id === row.id).map(toMessage),
-        traces: (await store.spansOf(db, row.id, Number.MAX_SAFE_INTEGER)).map(toTrace),
-        logs: (await store.logsOf(db, row.id, 0, Number.MAX_SAFE_INTEGER)).map((log) => ({
+        traces: (await store.spansOf(db, userId, row.id, Number.MAX_SAFE_INTEGER)).map(toTrace),
+        logs: (await store.logsOf(db, userId, row.id, 0, Number.MAX_SAFE_INTEGER)).map((log) => ({
           timestamp: log.created_at,
           level: LEVEL_NAMES[log.level] ?? 'INFO',
           message: log.message,
@@ -549,8 +554,14 @@ export class PlaygroundService {
   }
 
   #keepSpan(sessionId: string, span: FinishedSpan): void {
+    const userId = this.#turnOwners.get(sessionId);
+    // Only a turn running here names a session in its trace; a span that outlives its turn has no one to keep it.
+    if (userId === undefined) {
+      this.deps.logger.debug({ sessionId }, 'playground span outside a turn not kept');
+      return;
+    }
     const write = store
-      .insertSpan(this.deps.db, {
+      .insertSpan(this.deps.db, userId, {
         span_id: span.spanId,
         trace_id: span.traceId,
         parent_span_id: span.parentSpanId,
@@ -567,10 +578,15 @@ export class PlaygroundService {
     this.#spanWrites.add(write);
   }
 
-  async #log(sessionId: string, level: LogLevel, message: string, attributes: Record<string, unknown>) {
-    await store.appendLog(this.deps.db, {
+  async #log(
+    session: Pick<store.SessionRow, 'id' | 'user_id'>,
+    level: LogLevel,
+    message: string,
+    attributes: Record<string, unknown>,
+  ) {
+    await store.appendLog(this.deps.db, session.user_id, {
       id: randomUUID(),
-      session_id: sessionId,
+      session_id: session.id,
       level: LOG_LEVELS[level],
       message,
       attributes: JSON.stringify(attributes),

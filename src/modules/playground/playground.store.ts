@@ -13,6 +13,17 @@ export type MessageRow = Selectable<PlaygroundMessagesTable>;
 export type SpanRow = Selectable<PlaygroundSpansTable>;
 export type LogRow = Selectable<PlaygroundLogsTable>;
 
+/*
+ * Every function that reads, changes or deletes a session or what it holds takes the session's user and names it in
+ * the WHERE of the statement that acts: the messages, spans and logs of a session are reached only through
+ * `ownedSession`, never by a session id alone, so no caller can reach another user's rows and a miss changes nothing.
+ */
+
+/** The id of the session, if it is the user's: the scope of every statement on a session's messages, spans and logs. */
+function ownedSession(db: Executor, userId: string, id: string) {
+  return db.selectFrom('playground_sessions').select('id').where('id', '=', id).where('user_id', '=', userId);
+}
+
 export async function insertSession(db: Executor, row: SessionRow): Promise<void> {
   await db.insertInto('playground_sessions').values(row).execute();
 }
@@ -52,19 +63,31 @@ export function listSessions(
     .then((rows) => rows.map((row) => ({ ...row, message_count: Number(row.message_count ?? 0) })));
 }
 
+/** Changes the user's session; false when it is not theirs (or gone), and then nothing changed. */
 export async function updateSession(
   db: Executor,
+  userId: string,
   id: string,
   changes: Partial<Pick<SessionRow, 'name' | 'metadata' | 'conversation_id' | 'model' | 'updated_at'>>,
-): Promise<void> {
-  await db.updateTable('playground_sessions').set(changes).where('id', '=', id).execute();
+): Promise<boolean> {
+  const result = await db
+    .updateTable('playground_sessions')
+    .set(changes)
+    .where('id', '=', id)
+    .where('user_id', '=', userId)
+    .executeTakeFirst();
+  return Number(result.numUpdatedRows) > 0;
 }
 
-/** Deletes the session with its messages, spans and logs; returns whether it existed. */
+/**
+ * Deletes the user's session with its messages, spans and logs; returns whether it existed. Another user's session
+ * loses nothing: each delete is scoped by the owner, not only the last.
+ */
 export async function deleteSession(db: Executor, userId: string, id: string): Promise<boolean> {
-  await db.deleteFrom('playground_logs').where('session_id', '=', id).execute();
-  await db.deleteFrom('playground_spans').where('session_id', '=', id).execute();
-  await db.deleteFrom('playground_messages').where('session_id', '=', id).execute();
+  const owned = ownedSession(db, userId, id);
+  await db.deleteFrom('playground_logs').where('session_id', 'in', owned).execute();
+  await db.deleteFrom('playground_spans').where('session_id', 'in', owned).execute();
+  await db.deleteFrom('playground_messages').where('session_id', 'in', owned).execute();
   const result = await db
     .deleteFrom('playground_sessions')
     .where('id', '=', id)
@@ -73,7 +96,7 @@ export async function deleteSession(db: Executor, userId: string, id: string): P
   return Number(result.numDeletedRows) > 0;
 }
 
-/** Erasure: every session of the user, with everything in them; returns how many sessions. */
+/** Erasure (by user id, on the erasure's transaction): every session of the user, with everything in them; returns how many sessions. */
 export async function deleteSessionsOf(db: Executor, userId: string): Promise<number> {
   const owned = db.selectFrom('playground_sessions').select('id').where('user_id', '=', userId);
   await db.deleteFrom('playground_logs').where('session_id', 'in', owned).execute();
@@ -83,6 +106,7 @@ export async function deleteSessionsOf(db: Executor, userId: string): Promise<nu
   return Number(result.numDeletedRows);
 }
 
+/** Every session of the user, oldest first (their data export). */
 export function sessionsOf(db: Executor, userId: string): Promise<SessionRow[]> {
   return db
     .selectFrom('playground_sessions')
@@ -93,23 +117,30 @@ export function sessionsOf(db: Executor, userId: string): Promise<SessionRow[]> 
     .execute();
 }
 
-export function messagesOf(db: Executor, sessionIds: string[]): Promise<MessageRow[]> {
+/** The messages of those of `sessionIds` that are the user's, by session and in order. */
+export function messagesOf(db: Executor, userId: string, sessionIds: string[]): Promise<MessageRow[]> {
   if (sessionIds.length === 0) return Promise.resolve([]);
   return db
-    .selectFrom('playground_messages')
-    .selectAll()
-    .where('session_id', 'in', sessionIds)
-    .orderBy('session_id')
-    .orderBy('seq')
+    .selectFrom('playground_messages as m')
+    .innerJoin('playground_sessions as s', 's.id', 'm.session_id')
+    .selectAll('m')
+    .where('m.session_id', 'in', sessionIds)
+    .where('s.user_id', '=', userId)
+    .orderBy('m.session_id')
+    .orderBy('m.seq')
     .execute();
 }
 
-/** Appends a message at the end of the session's transcript (the next seq). */
-export async function appendMessage(db: Executor, row: Omit<MessageRow, 'seq'>): Promise<void> {
+/**
+ * Appends a message at the end of the transcript of the user's session (the next seq). The row's session is
+ * written only if it is the user's: another's (or a deleted one) leaves it null, which the table refuses.
+ */
+export async function appendMessage(db: Executor, userId: string, row: Omit<MessageRow, 'seq'>): Promise<void> {
   await db
     .insertInto('playground_messages')
     .values((eb) => ({
       ...row,
+      session_id: ownedSession(db, userId, row.session_id),
       seq: eb
         .selectFrom('playground_messages')
         .select(sql<number>`coalesce(max(seq), 0) + 1`.as('next'))
@@ -118,20 +149,21 @@ export async function appendMessage(db: Executor, row: Omit<MessageRow, 'seq'>):
     .execute();
 }
 
-export async function insertSpan(db: Executor, row: SpanRow): Promise<void> {
+/** Keeps a span of a turn in the user's session (refused, as `appendMessage` is, when it is not theirs). */
+export async function insertSpan(db: Executor, userId: string, row: SpanRow): Promise<void> {
   await db
     .insertInto('playground_spans')
-    .values(row)
+    .values({ ...row, session_id: ownedSession(db, userId, row.session_id) })
     .onConflict((oc) => oc.column('span_id').doNothing())
     .execute();
 }
 
-/** The session's spans, oldest first; the newest `limit` of them. */
-export async function spansOf(db: Executor, sessionId: string, limit: number): Promise<SpanRow[]> {
+/** The spans of the user's session, oldest first; the newest `limit` of them. */
+export async function spansOf(db: Executor, userId: string, sessionId: string, limit: number): Promise<SpanRow[]> {
   const rows = await db
     .selectFrom('playground_spans')
     .selectAll()
-    .where('session_id', '=', sessionId)
+    .where('session_id', 'in', ownedSession(db, userId, sessionId))
     .orderBy('started_at', 'desc')
     .orderBy('span_id', 'desc')
     .limit(limit)
@@ -139,11 +171,13 @@ export async function spansOf(db: Executor, sessionId: string, limit: number): P
   return rows.reverse();
 }
 
-export async function appendLog(db: Executor, row: Omit<LogRow, 'seq'>): Promise<void> {
+/** Appends a log record to the user's session (refused, as `appendMessage` is, when it is not theirs). */
+export async function appendLog(db: Executor, userId: string, row: Omit<LogRow, 'seq'>): Promise<void> {
   await db
     .insertInto('playground_logs')
     .values((eb) => ({
       ...row,
+      session_id: ownedSession(db, userId, row.session_id),
       seq: eb
         .selectFrom('playground_logs')
         .select(sql<number>`coalesce(max(seq), 0) + 1`.as('next'))
@@ -152,19 +186,26 @@ export async function appendLog(db: Executor, row: Omit<LogRow, 'seq'>): Promise
     .execute();
 }
 
-export function logsOf(db: Executor, sessionId: string, minimumLevel: number, limit: number): Promise<LogRow[]> {
+/** The log records of the user's session at `minimumLevel` or above, oldest first. */
+export function logsOf(
+  db: Executor,
+  userId: string,
+  sessionId: string,
+  minimumLevel: number,
+  limit: number,
+): Promise<LogRow[]> {
   return db
     .selectFrom('playground_logs')
     .selectAll()
-    .where('session_id', '=', sessionId)
+    .where('session_id', 'in', ownedSession(db, userId, sessionId))
     .where('level', '>=', minimumLevel)
     .orderBy('seq')
     .limit(limit)
     .execute();
 }
 
-/** What the session's stored turns add up to. */
-export async function sessionTotals(db: Executor, sessionId: string) {
+/** What the stored turns of the user's session add up to (all zero when it is not theirs). */
+export async function sessionTotals(db: Executor, userId: string, sessionId: string) {
   const row = await db
     .selectFrom('playground_messages')
     .select((eb) => [
@@ -175,7 +216,7 @@ export async function sessionTotals(db: Executor, sessionId: string) {
       eb.fn.coalesce(eb.fn.sum<number>('tool_call_count'), eb.lit(0)).as('tool_call_count'),
       eb.fn.count<number>('error').as('error_count'),
     ])
-    .where('session_id', '=', sessionId)
+    .where('session_id', 'in', ownedSession(db, userId, sessionId))
     .executeTakeFirstOrThrow();
   return {
     messageCount: Number(row.message_count),
