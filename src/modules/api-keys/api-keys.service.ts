@@ -105,10 +105,10 @@ export class ApiKeysService {
     return { key_id: row.id, new_api_key: key };
   }
 
+  /** Another user's key is reported as missing: its existence is not theirs to learn. */
   async delete(userId: string, keyId: string, client: ClientInfo): Promise<void> {
-    const row = await this.#owned(userId, keyId);
-    await store.deleteKey(this.deps.db.kysely, row.id);
-    await this.#audit('api_key.deleted', userId, row, client);
+    if (!(await store.deleteKey(this.deps.db.kysely, userId, keyId))) throw keyNotFound();
+    await this.#audit('api_key.deleted', userId, { id: keyId, generation: 0 }, client);
   }
 
   /** Erasure: deletes every key of the user through `db` (the erasure's transaction); returns how many. */
@@ -141,12 +141,9 @@ export class ApiKeysService {
   async isLive(sid: string, subject: string): Promise<boolean> {
     const [, keyId, generation] = sid.split(':');
     if (!keyId || !generation) return false;
-    const row = await store.findKey(this.deps.db.kysely, keyId);
+    const row = await store.findKey(this.deps.db.kysely, subject, keyId);
     return (
-      row !== undefined &&
-      row.user_id === subject &&
-      row.generation === Number(generation) &&
-      Date.parse(row.expires_at) > this.now().getTime()
+      row !== undefined && row.generation === Number(generation) && Date.parse(row.expires_at) > this.now().getTime()
     );
   }
 
@@ -165,7 +162,7 @@ export class ApiKeysService {
     const user = await this.deps.users.get(row.user_id);
     if (!user?.active) throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
     if (row.last_used === null || now.getTime() - Date.parse(row.last_used) >= LAST_USED_EVERY_MS) {
-      await store.updateKey(this.deps.db.kysely, row.id, { last_used: now.toISOString() });
+      await store.recordKeyUse(this.deps.db.kysely, row.id, now.toISOString());
     }
     return { row, user };
   }
@@ -173,7 +170,7 @@ export class ApiKeysService {
   #audit(
     type: 'api_key.created' | 'api_key.rotated' | 'api_key.deleted',
     userId: string,
-    row: KeyRow,
+    row: Pick<KeyRow, 'id' | 'generation'>,
     client: ClientInfo,
   ): Promise<void> {
     return this.deps.audit.record({
@@ -195,15 +192,16 @@ export class ApiKeysService {
   async #advance(userId: string, keyId: string, keyHash: string): Promise<KeyRow> {
     for (;;) {
       const row = await this.#owned(userId, keyId);
-      if (await store.advanceGeneration(this.deps.db.kysely, row.id, row.generation, keyHash)) return row;
+      if (await store.advanceGeneration(this.deps.db.kysely, userId, row.id, row.generation, keyHash)) return row;
     }
   }
 
   /** Another user's key is reported as missing: its existence is not theirs to learn. */
   async #owned(userId: string, keyId: string): Promise<KeyRow> {
-    const row = await store.findKey(this.deps.db.kysely, keyId);
-    if (!row || row.user_id !== userId)
-      throw new NotFoundError('API key not found', { code: CommonErrorCode.NotFound });
+    const row = await store.findKey(this.deps.db.kysely, userId, keyId);
+    if (!row) throw keyNotFound();
     return row;
   }
 }
+
+const keyNotFound = () => new NotFoundError('API key not found', { code: CommonErrorCode.NotFound });
