@@ -150,6 +150,28 @@ describeWithService('Redis stores', await probeRedis(), () => {
       expect(await keysUnder(redis, prefix)).toEqual([]);
     });
 
+    it('keeps an eviction as long as the evicted session had left, and deletes it with the user’s sessions', async () => {
+      const store = createRedisSessionStore(redis, { prefix, now });
+      await store.create(session('s1'), 1);
+      time += 10 * MINUTE;
+      expect(await store.create(session('s2', { createdAt: time, lastAccessedAt: time }), 1)).toEqual({
+        evicted: ['s1'],
+      });
+      expect(await keysUnder(redis, prefix)).toEqual([
+        `${prefix}evicted:s1`,
+        `${prefix}sess:s2`,
+        `${prefix}user-evicted:alice`,
+        `${prefix}user-sess:alice`,
+      ]);
+      // s1 was last used at the start: its idle window had 20 of its 30 minutes left.
+      for (const key of ['evicted:s1', 'user-evicted:alice']) {
+        expect(await redis.pttl(`${prefix}${key}`)).toBeLessThanOrEqual(20 * MINUTE);
+        expect(await redis.pttl(`${prefix}${key}`)).toBeGreaterThan(20 * MINUTE - 5_000);
+      }
+      expect(await store.deleteByUser('alice')).toBe(1);
+      expect(await keysUnder(redis, prefix)).toEqual([]);
+    });
+
     it('stores the record as JSON beside the fields expiry is judged by', async () => {
       const store = createRedisSessionStore(redis, { prefix, now });
       const record = session('s1', { data: { id_token: 'eyJ.x.y' } });

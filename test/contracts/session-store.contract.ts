@@ -261,6 +261,78 @@ export function sessionStoreContract(name: string, make: StoreFactory<SessionSto
       expect(await store.listByUser('alice')).toEqual([]);
     });
 
+    it('remembers an evicted session, without its record, until it would have ended by itself', async () => {
+      const oldest = session({ secretHash: 'c'.repeat(64) });
+      await store.create(oldest, 1);
+      clock.advance(10 * MINUTE);
+      const newer = session();
+      expect(await store.create(newer, 1)).toEqual({ evicted: [oldest.id] });
+      expect(await store.get(oldest.id)).toBeUndefined();
+      expect(await store.evicted(oldest.id)).toEqual({
+        id: oldest.id,
+        userId: 'alice',
+        secretHash: 'c'.repeat(64),
+        evictedAt: START + 10 * MINUTE,
+      });
+      // Its idle window, as it stood when it was evicted, ends 30 minutes after its last use.
+      clock.advance(IDLE - 10 * MINUTE - 1);
+      expect(await store.evicted(oldest.id)).toMatchObject({ id: oldest.id });
+      clock.advance(1);
+      expect(await store.evicted(oldest.id)).toBeUndefined();
+    });
+
+    it('forgets an eviction at the absolute expiry when that comes first', async () => {
+      const oldest = session({ expiresAt: START + 5 * MINUTE });
+      await store.create(oldest, 1);
+      await store.create(session(), 1);
+      clock.advance(5 * MINUTE - 1);
+      expect(await store.evicted(oldest.id)).toBeDefined();
+      clock.advance(1);
+      expect(await store.evicted(oldest.id)).toBeUndefined();
+    });
+
+    it('tells only evicted sessions: not live, deleted, expired or unknown ones', async () => {
+      const deleted = session();
+      const expired = session({ createdAt: START - IDLE + MINUTE });
+      const live = session();
+      for (const record of [deleted, expired, live]) await store.create(record, 5);
+      await store.delete(deleted.id);
+      clock.advance(MINUTE);
+      expect(await store.get(expired.id)).toBeUndefined();
+      for (const id of [deleted.id, expired.id, live.id, 'nope']) expect(await store.evicted(id)).toBeUndefined();
+    });
+
+    it('keeps an eviction when the evicted id is deleted, and forgets it when the id is created again', async () => {
+      const oldest = session();
+      await store.create(oldest, 1);
+      await store.create(session(), 1);
+      expect(await store.delete(oldest.id)).toBe(false);
+      expect(await store.evicted(oldest.id)).toBeDefined();
+      await store.create({ ...oldest, userId: 'bob' }, 1);
+      expect(await store.evicted(oldest.id)).toBeUndefined();
+      expect(await store.get(oldest.id)).toMatchObject({ userId: 'bob' });
+    });
+
+    it('remembers every session evicted when logins race', async () => {
+      const records = Array.from({ length: 8 }, (_, i) => session({ createdAt: START + i }));
+      await Promise.all(records.map((record) => store.create(record, 2)));
+      const remembered = await Promise.all(records.map((record) => store.evicted(record.id)));
+      expect(remembered.map((eviction) => eviction?.id)).toEqual([
+        ...records.slice(0, 6).map((record) => record.id),
+        undefined,
+        undefined,
+      ]);
+    });
+
+    it("forgets a user's evictions when deleting by user, and only theirs", async () => {
+      const alices = [session(), session()];
+      const bobs = [session({ userId: 'bob' }), session({ userId: 'bob' })];
+      for (const record of [...alices, ...bobs]) await store.create(record, 1);
+      expect(await store.deleteByUser('alice')).toBe(1);
+      expect(await store.evicted(alices[0]!.id)).toBeUndefined();
+      expect(await store.evicted(bobs[0]!.id)).toMatchObject({ userId: 'bob' });
+    });
+
     it('rejects a limit that is not a positive integer', async () => {
       await expect(store.create(session(), 0)).rejects.toThrow(RangeError);
       await expect(store.create(session(), 1.5)).rejects.toThrow(RangeError);

@@ -68,6 +68,8 @@ export function degradableSessionStore(
       for (const [id, record] of lastKnown) if (record.userId === userId) lastKnown.delete(id);
       return outage.run(() => inner.deleteByUser(userId));
     },
+    // Asked only once a credential's session is gone: in an outage that cannot be told, so 503 like the read.
+    evicted: (id) => outage.run(() => inner.evicted(id)),
   };
 }
 

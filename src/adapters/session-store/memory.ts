@@ -1,4 +1,4 @@
-import type { SessionRecord, SessionStore } from './port.js';
+import type { EvictedSession, SessionRecord, SessionStore } from './port.js';
 
 /**
  * Entries examined per write by the background-free sweep. A full pass over N entries takes N / SWEEP_BATCH
@@ -24,15 +24,19 @@ function byAge(a: SessionRecord, b: SessionRecord): number {
 }
 
 /**
- * In-process session store, the default when no Redis is configured. Sessions live only as long as the
- * process and are not shared between instances. Expiry is judged on every read with `now()`; expired sessions
- * nobody reads again are swept a few at a time on writes, so there is no timer and nothing to close.
+ * In-process session store, the default when no Redis is configured. Sessions, and the evictions remembered, live
+ * only as long as the process and are not shared between instances. Expiry is judged on every read with `now()`;
+ * expired sessions and lapsed evictions nobody reads again are swept a few at a time on writes, so there is no timer
+ * and nothing to close.
  */
 export function createMemorySessionStore(options: { now?: () => number } = {}): SessionStore {
   const now = options.now ?? Date.now;
   const sessions = new Map<string, SessionRecord>();
   const byUser = new Map<string, Set<string>>();
+  /** Evicted sessions, each until the moment it would have ended by itself. */
+  const evictions = new Map<string, { record: EvictedSession; until: number }>();
   let cursor: Iterator<[string, SessionRecord]> | undefined;
+  let evictionCursor: Iterator<string> | undefined;
 
   function remove(record: SessionRecord): void {
     sessions.delete(record.id);
@@ -68,11 +72,31 @@ export function createMemorySessionStore(options: { now?: () => number } = {}): 
       const next = cursor.next();
       if (next.done === true) {
         cursor = undefined;
-        return;
+        break;
       }
       // Deleting the entry just visited is safe: Map iterators tolerate deletion.
       live(next.value[0], at);
     }
+    for (let examined = 0; examined < SWEEP_BATCH; examined++) {
+      evictionCursor ??= evictions.keys();
+      const next = evictionCursor.next();
+      if (next.done === true) {
+        evictionCursor = undefined;
+        return;
+      }
+      evictedAt(next.value, at);
+    }
+  }
+
+  /** The eviction remembered under `id` if the session would still be live at `at`; a lapsed one is forgotten. */
+  function evictedAt(id: string, at: number): EvictedSession | undefined {
+    const eviction = evictions.get(id);
+    if (eviction === undefined) return undefined;
+    if (eviction.until <= at) {
+      evictions.delete(id);
+      return undefined;
+    }
+    return eviction.record;
   }
 
   return {
@@ -85,6 +109,7 @@ export function createMemorySessionStore(options: { now?: () => number } = {}): 
       // Re-creating an id replaces the old session, even one that belonged to another user.
       const previous = sessions.get(record.id);
       if (previous !== undefined) remove(previous);
+      evictions.delete(record.id);
       if (deadlineOf(record) <= at) return Promise.resolve({ evicted: [] });
 
       sessions.set(record.id, copyOf(record));
@@ -97,7 +122,13 @@ export function createMemorySessionStore(options: { now?: () => number } = {}): 
 
       const userSessions = liveOfUser(record.userId, at);
       const excess = userSessions.slice(0, Math.max(0, userSessions.length - maxPerUser));
-      for (const evicted of excess) remove(evicted);
+      for (const evicted of excess) {
+        remove(evicted);
+        evictions.set(evicted.id, {
+          record: { id: evicted.id, userId: evicted.userId, secretHash: evicted.secretHash, evictedAt: at },
+          until: deadlineOf(evicted),
+        });
+      }
       return Promise.resolve({ evicted: excess.map((evicted) => evicted.id) });
     },
 
@@ -127,7 +158,14 @@ export function createMemorySessionStore(options: { now?: () => number } = {}): 
     deleteByUser(userId) {
       const records = liveOfUser(userId, now());
       for (const record of records) remove(record);
+      // Rare (erasure, deactivation), so a walk over the evictions beats keeping a second index per user.
+      for (const [id, eviction] of evictions) if (eviction.record.userId === userId) evictions.delete(id);
       return Promise.resolve(records.length);
+    },
+
+    evicted(id) {
+      const record = evictedAt(id, now());
+      return Promise.resolve(record === undefined ? undefined : { ...record });
     },
   };
 }

@@ -25,13 +25,27 @@ export interface SessionRecord {
   data: Record<string, string>;
 }
 
+/**
+ * What the store remembers of a session `create` evicted, until the session would have ended anyway: enough for
+ * any instance to tell a credential of an evicted session ("sign in again; you signed in elsewhere") from one that
+ * was revoked, expired or never existed. No secret: only the hash the session itself kept.
+ */
+export interface EvictedSession {
+  id: string;
+  userId: string;
+  /** The evicted session's `secretHash`, so that only a holder of its credential learns it was evicted. */
+  secretHash: string;
+  /** Epoch milliseconds. */
+  evictedAt: number;
+}
+
 export interface SessionStore {
   /**
    * Stores a new session. If the user then has more than `maxPerUser` live sessions, the oldest (by createdAt)
-   * are deleted; their ids are returned.
+   * are deleted; their ids are returned, and each is remembered as evicted (see `evicted`) until it would have
+   * ended by itself. Re-creating an id forgets that it was evicted.
    */
   create(record: SessionRecord, maxPerUser: number): Promise<{ evicted: string[] }>;
-  /** The live session, or undefined when missing, idle too long or past its absolute expiry. */
   /**
    * A live session by id. `staleOk`: the caller (an access token's check) may be answered from what this instance
    * last read, when the store is unreachable and the operator allows it for a while.
@@ -43,6 +57,11 @@ export interface SessionStore {
   delete(id: string): Promise<boolean>;
   /** The user's live sessions, oldest first. */
   listByUser(userId: string): Promise<SessionRecord[]>;
-  /** Deletes every session of the user and returns how many there were. */
+  /** Deletes every session of the user, and forgets which of theirs were evicted; returns how many were live. */
   deleteByUser(userId: string): Promise<number>;
+  /**
+   * The session `create` evicted under this id, while it would still have been live (its idle window and absolute
+   * expiry as they stood at eviction); undefined for any other id. Deleting a session does not forget this.
+   */
+  evicted(id: string): Promise<EvictedSession | undefined>;
 }

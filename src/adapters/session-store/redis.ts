@@ -1,11 +1,15 @@
 import { createHash } from 'node:crypto';
 import type { Redis } from 'ioredis';
-import type { SessionRecord, SessionStore } from './port.js';
+import type { EvictedSession, SessionRecord, SessionStore } from './port.js';
 
 /*
  * Layout, under the caller's prefix:
- *   sess:<id>           hash  json (the record as created), userId, lastAccessedAt, idleTimeoutMs, expiresAt
- *   user-sess:<userId>  zset  session ids scored by createdAt
+ *   sess:<id>              hash  json (the record as created), userId, lastAccessedAt, idleTimeoutMs, expiresAt,
+ *                                secretHash (kept as the eviction's, should the session be evicted)
+ *   user-sess:<userId>     zset  session ids scored by createdAt
+ *   evicted:<id>           hash  userId, secretHash, evictedAt, until: a session the limit evicted, until it would
+ *                                have ended by itself
+ *   user-evicted:<userId>  zset  the user's evicted session ids scored by until, so erasure can forget them
  *
  * The record stays JSON, but the fields the scripts judge expiry by sit beside it as plain numbers: Lua then
  * never has to decode and re-encode the caller's JSON (cjson rounds numbers to 14 digits and rejects some
@@ -65,27 +69,29 @@ end
 `;
 
 /**
- * KEYS: session, user index. ARGV: id, json, userId, createdAt, lastAccessedAt, idleTimeoutMs, expiresAt,
- * maxPerUser, now, session key prefix, user index prefix. Returns the evicted ids.
+ * KEYS: session, user index, user's evictions. ARGV: id, json, userId, createdAt, lastAccessedAt, idleTimeoutMs,
+ * expiresAt, maxPerUser, now, session key prefix, user index prefix, eviction key prefix, secretHash. Returns the
+ * evicted ids.
  */
 const CREATE = `${PRELUDE}
-local sess_key, user_key = KEYS[1], KEYS[2]
+local sess_key, user_key, evictions_key = KEYS[1], KEYS[2], KEYS[3]
 local id, user_id = ARGV[1], ARGV[3]
 local max_per_user, now = tonumber(ARGV[8]), tonumber(ARGV[9])
-local sess_prefix, user_prefix = ARGV[10], ARGV[11]
+local sess_prefix, user_prefix, evicted_prefix = ARGV[10], ARGV[11], ARGV[12]
 
 local previous_owner = redis.call('HGET', sess_key, 'userId')
 if previous_owner and previous_owner ~= user_id then
   redis.call('ZREM', user_prefix .. previous_owner, id)
 end
 redis.call('DEL', sess_key)
+redis.call('DEL', evicted_prefix .. id)
 local d = deadline(ARGV[5], ARGV[6], ARGV[7])
 if d <= now then
   redis.call('ZREM', user_key, id)
   return {}
 end
 redis.call('HSET', sess_key, 'json', ARGV[2], 'userId', user_id, 'lastAccessedAt', ARGV[5],
-  'idleTimeoutMs', ARGV[6], 'expiresAt', ARGV[7])
+  'idleTimeoutMs', ARGV[6], 'expiresAt', ARGV[7], 'secretHash', ARGV[13])
 redis.call('PEXPIRE', sess_key, ttl(d, now))
 redis.call('ZADD', user_key, ARGV[4], id)
 
@@ -93,9 +99,22 @@ local ids, deadlines = live_sessions(user_key, user_id, sess_prefix, now)
 local evicted = {}
 local excess = #ids - max_per_user
 for i = 1, excess do
-  redis.call('DEL', sess_prefix .. ids[i])
+  local key = sess_prefix .. ids[i]
+  -- Sessions stored before the hash sat beside the JSON have none: a cookie of theirs is then not told apart.
+  local secret_hash = redis.call('HGET', key, 'secretHash') or ''
+  redis.call('DEL', key)
   redis.call('ZREM', user_key, ids[i])
+  local eviction_key = evicted_prefix .. ids[i]
+  redis.call('HSET', eviction_key, 'userId', user_id, 'secretHash', secret_hash, 'evictedAt', ARGV[9],
+    'until', deadlines[i])
+  redis.call('PEXPIRE', eviction_key, ttl(deadlines[i], now))
+  redis.call('ZADD', evictions_key, deadlines[i], ids[i])
   table.insert(evicted, ids[i])
+end
+if excess > 0 then
+  redis.call('ZREMRANGEBYSCORE', evictions_key, '-inf', now)
+  local last = redis.call('ZRANGE', evictions_key, -1, -1, 'WITHSCORES')
+  if last[2] then redis.call('PEXPIRE', evictions_key, ttl(tonumber(last[2]), now)) end
 end
 expire_index(user_key, deadlines, math.max(excess, 0) + 1, now)
 return evicted
@@ -161,12 +180,31 @@ end
 return out
 `;
 
-/** KEYS: user index. ARGV: userId, now, session key prefix. Returns how many live sessions were deleted. */
+/**
+ * KEYS: user index, user's evictions. ARGV: userId, now, session key prefix, eviction key prefix. Returns how many
+ * live sessions were deleted.
+ */
 const DELETE_BY_USER = `${PRELUDE}
 local ids = live_sessions(KEYS[1], ARGV[1], ARGV[3], tonumber(ARGV[2]))
 for _, id in ipairs(ids) do redis.call('DEL', ARGV[3] .. id) end
 redis.call('DEL', KEYS[1])
+for _, id in ipairs(redis.call('ZRANGE', KEYS[2], 0, -1)) do
+  local key = ARGV[4] .. id
+  if redis.call('HGET', key, 'userId') == ARGV[1] then redis.call('DEL', key) end
+end
+redis.call('DEL', KEYS[2])
 return #ids
+`;
+
+/** KEYS: eviction. ARGV: now. Returns {userId, secretHash, evictedAt} or nil. */
+const EVICTED = `
+local f = redis.call('HMGET', KEYS[1], 'userId', 'secretHash', 'evictedAt', 'until')
+if not f[1] then return nil end
+if tonumber(f[4]) <= tonumber(ARGV[1]) then
+  redis.call('DEL', KEYS[1])
+  return nil
+end
+return {f[1], f[2], f[3]}
 `;
 
 type Script = (keys: string[], args: (string | number)[]) => Promise<unknown>;
@@ -189,15 +227,18 @@ function toRecord(json: string, lastAccessedAt: string): SessionRecord {
 }
 
 /**
- * Session store in Redis, shared by every instance. Keys are `${prefix}sess:<id>` and
- * `${prefix}user-sess:<userId>`; each operation is one atomic Lua script, so concurrent logins of one user
- * cannot leave more than `maxPerUser` sessions. Expiry is judged with `now()` (default Date.now); key TTLs
- * follow the same remaining time so abandoned sessions disappear on their own.
+ * Session store in Redis, shared by every instance, with the evictions it remembers. Keys are `${prefix}sess:<id>`,
+ * `${prefix}user-sess:<userId>`, `${prefix}evicted:<id>` and `${prefix}user-evicted:<userId>`; each operation is one
+ * atomic Lua script, so concurrent logins of one user cannot leave more than `maxPerUser` sessions. Expiry is judged
+ * with `now()` (default Date.now); key TTLs follow the same remaining time so abandoned sessions and evictions
+ * disappear on their own.
  */
 export function createRedisSessionStore(redis: Redis, options: { prefix: string; now?: () => number }): SessionStore {
   const now = options.now ?? Date.now;
   const sessPrefix = `${options.prefix}sess:`;
   const userPrefix = `${options.prefix}user-sess:`;
+  const evictedPrefix = `${options.prefix}evicted:`;
+  const userEvictedPrefix = `${options.prefix}user-evicted:`;
   const run = {
     create: script(redis, CREATE),
     get: script(redis, GET),
@@ -205,6 +246,7 @@ export function createRedisSessionStore(redis: Redis, options: { prefix: string;
     delete: script(redis, DELETE),
     list: script(redis, LIST),
     deleteByUser: script(redis, DELETE_BY_USER),
+    evicted: script(redis, EVICTED),
   };
 
   return {
@@ -213,7 +255,7 @@ export function createRedisSessionStore(redis: Redis, options: { prefix: string;
         throw new RangeError(`maxPerUser must be a positive integer, got ${maxPerUser}`);
       }
       const evicted = (await run.create(
-        [sessPrefix + record.id, userPrefix + record.userId],
+        [sessPrefix + record.id, userPrefix + record.userId, userEvictedPrefix + record.userId],
         [
           record.id,
           JSON.stringify(record),
@@ -226,6 +268,8 @@ export function createRedisSessionStore(redis: Redis, options: { prefix: string;
           now(),
           sessPrefix,
           userPrefix,
+          evictedPrefix,
+          record.secretHash,
         ],
       )) as string[];
       return { evicted };
@@ -252,7 +296,15 @@ export function createRedisSessionStore(redis: Redis, options: { prefix: string;
     },
 
     async deleteByUser(userId) {
-      return (await run.deleteByUser([userPrefix + userId], [userId, now(), sessPrefix])) as number;
+      return (await run.deleteByUser(
+        [userPrefix + userId, userEvictedPrefix + userId],
+        [userId, now(), sessPrefix, evictedPrefix],
+      )) as number;
+    },
+
+    async evicted(id): Promise<EvictedSession | undefined> {
+      const found = (await run.evicted([evictedPrefix + id], [now()])) as [string, string, string] | null;
+      return found === null ? undefined : { id, userId: found[0], secretHash: found[1], evictedAt: Number(found[2]) };
     },
   };
 }
