@@ -11,6 +11,7 @@ export const AUDIT_EVENT_TYPES = [
   'login.failed',
   'logout',
   'session.revoked',
+  'session.evicted',
   'refresh_token.reused',
   'sso.login',
   'api_key.created',

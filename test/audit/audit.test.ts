@@ -86,7 +86,7 @@ describe('audit events', () => {
     ]);
   });
 
-  it('records revoked sessions, by the user and by the concurrent-session limit (session mode)', async () => {
+  it('records sessions revoked by the user and evicted by the concurrent-session limit (session mode)', async () => {
     const { app, clock, alice } = await setUp({ AUTH_MODE: 'session', SESSION_MAX_CONCURRENT: '2' });
     const cookies: string[] = [];
     for (let i = 0; i < 3; i++) {
@@ -99,8 +99,10 @@ describe('audit events', () => {
     }[];
     await call(app, 'DELETE', `/auth/sessions/${sessions[0]!.session_id}`, { cookie: cookies[2], headers });
 
-    expect((await eventsOf(app, 'session.revoked')).map((e) => [e.actor_id, e.details.reason])).toEqual([
+    expect((await eventsOf(app, 'session.evicted')).map((e) => [e.actor_id, e.details.reason])).toEqual([
       [alice.id, 'concurrent_session_limit'],
+    ]);
+    expect((await eventsOf(app, 'session.revoked')).map((e) => [e.actor_id, e.details.reason])).toEqual([
       [alice.id, 'revoked_by_user'],
     ]);
   });

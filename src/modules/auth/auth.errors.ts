@@ -14,6 +14,11 @@ export const AuthErrorCode = {
   ServiceError: 'AUTH_SERVICE_ERROR',
   /** No such session (of the caller's). */
   SessionNotFound: 'SESSION_NOT_FOUND',
+  /**
+   * The credential's session was ended by a newer sign-in of the same account beyond the concurrent-session limit
+   * (`SESSION_MAX_CONCURRENT`), not revoked: signing in again is the remedy.
+   */
+  SessionEvicted: 'SESSION_EVICTED',
 } as const;
 export type AuthErrorCode = (typeof AuthErrorCode)[keyof typeof AuthErrorCode];
 
@@ -32,4 +37,15 @@ export function identityProviderUnavailable(cause: unknown): ServiceUnavailableE
     code: AuthErrorCode.ServiceError,
     cause,
   });
+}
+
+/**
+ * A credential (access token, refresh token or session cookie) of a session that the concurrent-session limit
+ * ended: 401, told apart from a revoked or expired one so that a client knows why it has to sign in again.
+ */
+export function sessionEvicted(): UnauthorizedError {
+  return new UnauthorizedError(
+    'Session was ended by a newer sign-in of this account (concurrent-session limit); sign in again',
+    { code: AuthErrorCode.SessionEvicted },
+  );
 }

@@ -9,7 +9,7 @@ import type { Logger } from '../../logger.js';
 import { type AuditRecorder, actorOf } from '../../ports/audit.js';
 import type { User, UsersService } from '../users/index.js';
 import { userKey } from '../users/index.js';
-import { AuthErrorCode } from './auth.errors.js';
+import { AuthErrorCode, sessionEvicted } from './auth.errors.js';
 import * as store from './auth.store.js';
 import { FailureThrottle } from './throttle.js';
 import {
@@ -178,15 +178,17 @@ export class AuthService {
       userAgent: client.userAgent?.slice(0, 512) ?? null,
       data,
     };
+    // An evicted session's refresh tokens stay in the database, dead with their session, so that presenting one
+    // can still be answered "evicted" (see `refresh`); ending the session is what ends every token of it.
     const { evicted } = await this.deps.sessions.create(record, limits.maxConcurrent);
-    await Promise.all(evicted.map((id) => store.deleteSessionTokens(this.deps.db, id)));
     for (const id of evicted) {
+      this.deps.logger.info({ event: 'session_evicted', user_id: user.id }, 'session evicted');
       await this.deps.audit.record({
-        type: 'session.revoked',
+        type: 'session.evicted',
         actorId: user.id,
         ipAddress: client.ip,
         userAgent: client.userAgent,
-        details: { session_id: id, reason: 'concurrent_session_limit' },
+        details: { session_id: id, reason: 'concurrent_session_limit', max_concurrent: limits.maxConcurrent },
       });
     }
     await this.deps.users.recordLogin(user.id);
@@ -209,6 +211,7 @@ export class AuthService {
       throw new UnauthorizedError('Refresh token has expired', { code: CallerErrorCode.InvalidToken });
     }
     const session = await this.deps.sessions.get(row.session_id);
+    if (!session && (await this.#evictedFrom(row.session_id, row.user_id))) throw sessionEvicted();
     const user = session && (await this.deps.users.get(row.user_id));
     if (!session || !user?.active) {
       await this.revokeSession(row.session_id);
@@ -316,6 +319,7 @@ export class AuthService {
     // A verified token may be vouched for by the session as this instance last saw it, while the store is down.
     const session = await this.deps.sessions.get(claims.sid, { staleOk: true });
     if (!session || session.userId !== claims.sub) {
+      if (!session && (await this.#evictedFrom(claims.sid, claims.sub))) throw sessionEvicted();
       throw new UnauthorizedError('Token has been revoked', { code: CallerErrorCode.InvalidToken });
     }
     await this.#touch(session);
@@ -342,6 +346,11 @@ export class AuthService {
   async authenticateSession(credential: string): Promise<Caller> {
     const parsed = parseCredential(credential);
     const session = parsed && (await this.deps.sessions.get(parsed.id));
+    if (parsed && !session) {
+      // Only the cookie's holder learns that its session was evicted: the secret must match the one it had.
+      const evicted = await this.deps.sessions.evicted(parsed.id);
+      if (evicted && matchesHash(parsed.secret, evicted.secretHash)) throw sessionEvicted();
+    }
     if (!parsed || !session || !matchesHash(parsed.secret, session.secretHash)) {
       throw new UnauthorizedError('Session is invalid or has expired', { code: CallerErrorCode.InvalidToken });
     }
@@ -356,6 +365,11 @@ export class AuthService {
       sessionId: session.id,
       expiresAt: Math.floor(Math.min(session.expiresAt, session.lastAccessedAt + session.idleTimeoutMs) / 1000),
     });
+  }
+
+  /** Whether `sessionId` is a session of `userId` that the concurrent-session limit evicted (and not yet lapsed). */
+  async #evictedFrom(sessionId: string, userId: string): Promise<boolean> {
+    return (await this.deps.sessions.evicted(sessionId))?.userId === userId;
   }
 
   async #touch(session: SessionRecord): Promise<void> {
