@@ -68,8 +68,8 @@ const STATELESS_ONLY_POST = 'Method not allowed: this server is stateless (MCP_S
 
 /**
  * Streamable HTTP (`POST|GET|DELETE /mcp`) through the SDK's transport: one server per session (`Mcp-Session-Id`),
- * resumable streams from a bounded event store, protocol version negotiation by the SDK (2024-11-05 and newer),
- * idle sessions reaped and the number of sessions capped.
+ * streams resumable within their own session from a bounded event store, protocol version negotiation by the SDK
+ * (2024-11-05 and newer), idle sessions reaped and the number of sessions capped.
  */
 export class StreamableHttpSessions {
   readonly #sessions = new Map<string, Session>();
@@ -107,6 +107,11 @@ export class StreamableHttpSessions {
 
   get size(): number {
     return this.#sessions.size;
+  }
+
+  /** How many events the open sessions' streams keep for resumption. */
+  get storedEvents(): number {
+    return this.#events.size;
   }
 
   /** Closes sessions unused for longer than the idle time; returns how many. */
@@ -192,11 +197,20 @@ export class StreamableHttpSessions {
       });
   }
 
-  /** A transport for a session of this instance; `id` is the session's id when it continues one opened elsewhere. */
-  #transport(server: McpServer, onInitialised: (id: string) => void, id?: string): StreamableHTTPServerTransport {
+  /**
+   * A transport for a session of this instance; `id` is the session's id when it continues one opened elsewhere.
+   * Its events are kept for the session and its caller alone, and forgotten when it closes.
+   */
+  #transport(
+    server: McpServer,
+    caller: string,
+    onInitialised: (id: string) => void,
+    id: string = randomUUID(),
+  ): StreamableHTTPServerTransport {
+    const events = this.#events.forSession(caller, id);
     const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
-      sessionIdGenerator: () => id ?? randomUUID(),
-      eventStore: this.#events,
+      sessionIdGenerator: () => id,
+      eventStore: events,
       onsessioninitialized: onInitialised,
       onsessionclosed: (closed) => {
         this.#sessions.delete(closed);
@@ -208,6 +222,7 @@ export class StreamableHttpSessions {
       },
     });
     transport.onclose = () => {
+      events.drop();
       if (transport.sessionId) this.#sessions.delete(transport.sessionId);
     };
     return transport;
@@ -221,7 +236,7 @@ export class StreamableHttpSessions {
   async #restore(id: string, record: SessionRecord, req: Request): Promise<Session | undefined> {
     await this.#makeRoom();
     const server = this.options.core.createServer();
-    const transport = this.#transport(server, () => undefined, id);
+    const transport = this.#transport(server, record.caller, () => undefined, id);
     await server.connect(transport);
     if (!(await replayInitialize(transport, record.initialize, authInfoFor(callerOf(req))))) {
       await transport.close().catch(() => undefined);
@@ -243,7 +258,7 @@ export class StreamableHttpSessions {
       initialize: (req.body as { params: unknown }).params,
     };
     const server = this.options.core.createServer();
-    const transport = this.#transport(server, (id) => {
+    const transport = this.#transport(server, record.caller, (id) => {
       const now = Date.now();
       this.#sessions.set(id, { transport, server, record, lastSeen: now, lastRecorded: now });
       this.#share(id, record);

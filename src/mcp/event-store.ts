@@ -1,54 +1,149 @@
+import { randomBytes } from 'node:crypto';
 import type { EventId, EventStore, StreamId } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
+/** One stream of one session: its events, newest last, numbered in the order they were stored. */
+interface Stream {
+  scope: string;
+  streamId: StreamId;
+  /** Random, so that the ids of the stream's events cannot be guessed: a stream id alone is the same everywhere. */
+  token: string;
+  events: { seq: number; message: JSONRPCMessage }[];
+  next: number;
+}
+
+/** The event store of one session's transport: it sees only the streams of that session. */
+export interface SessionEventStore extends EventStore {
+  /** The session's own stream an event id names; the SDK refuses to resume from any other id. */
+  getStreamIdForEventId(eventId: EventId): Promise<StreamId | undefined>;
+  /** Forgets every event of the session, and keeps none it is given later (the session ended). */
+  drop(): void;
+}
+
+const eventAfter = (stream: Stream, seq: number) => stream.events.find((e) => e.seq > seq);
+
+/** 128 bits, base64url: 22 characters. */
+const TOKEN_BYTES = 16;
+const ID = /^([A-Za-z0-9_-]{22})\.([0-9a-z]{1,10})$/;
+
 /**
  * Keeps the most recent events of each stream so that a client that reconnects with `Last-Event-ID` gets what it
- * missed. Bounded per stream and in total (the oldest streams go first), unlike the SDK's example store.
+ * missed. Bounded per stream and in total (the streams written to least recently go first).
+ *
+ * Every session sees only its own streams, through `forSession`: the SDK names a session's standalone stream
+ * `_GET_stream` in every session, so a store shared as is would replay one session's events to another. An event
+ * id is a random stream token and a sequence number; replay of an id that is not one of the session's own replays
+ * nothing, whether it was guessed or taken from someone else's stream.
  */
-export class BoundedEventStore implements EventStore {
-  readonly #streams = new Map<StreamId, { id: EventId; message: JSONRPCMessage }[]>();
+export class BoundedEventStore {
+  /** Every stream by token, least recently written first. */
+  readonly #streams = new Map<string, Stream>();
+  /** Each session's streams, by the SDK's stream id. */
+  readonly #scopes = new Map<string, Map<StreamId, Stream>>();
   #total = 0;
-  #next = 0;
 
   constructor(
     private readonly perStream = 100,
     private readonly maxEvents = 10_000,
   ) {}
 
-  storeEvent(streamId: StreamId, message: JSONRPCMessage): Promise<EventId> {
-    const id = `${streamId}_${(++this.#next).toString(36)}`;
-    let events = this.#streams.get(streamId);
-    if (!events) {
-      events = [];
-      this.#streams.set(streamId, events);
+  /** How many events are held, for every session. */
+  get size(): number {
+    return this.#total;
+  }
+
+  /**
+   * The store for one session of one caller. The session id is random and bound to its caller already; the caller
+   * is part of the scope all the same, so that nothing but the pair reaches the events.
+   */
+  forSession(caller: string, sessionId: string): SessionEventStore {
+    const scope = JSON.stringify([caller, sessionId]);
+    let ended = false;
+    return {
+      // A message sent as the session ends (a tool call finishing) is not kept for a session that will not resume.
+      storeEvent: (streamId, message) =>
+        Promise.resolve(
+          ended ? `${randomBytes(TOKEN_BYTES).toString('base64url')}.0` : this.#store(scope, streamId, message),
+        ),
+      getStreamIdForEventId: (eventId) => Promise.resolve(this.#find(scope, eventId)?.stream.streamId),
+      replayEventsAfter: (eventId, { send }) => this.#replay(scope, eventId, send),
+      drop: () => {
+        ended = true;
+        this.#drop(scope);
+      },
+    };
+  }
+
+  #store(scope: string, streamId: StreamId, message: JSONRPCMessage): EventId {
+    let streams = this.#scopes.get(scope);
+    if (!streams) {
+      streams = new Map();
+      this.#scopes.set(scope, streams);
     }
-    events.push({ id, message });
+    let stream = streams.get(streamId);
+    if (stream) {
+      this.#streams.delete(stream.token);
+    } else {
+      stream = { scope, streamId, token: randomBytes(TOKEN_BYTES).toString('base64url'), events: [], next: 0 };
+      streams.set(streamId, stream);
+    }
+    this.#streams.set(stream.token, stream);
+    const seq = ++stream.next;
+    stream.events.push({ seq, message });
     this.#total += 1;
-    if (events.length > this.perStream) {
-      events.shift();
+    if (stream.events.length > this.perStream) {
+      stream.events.shift();
       this.#total -= 1;
     }
     while (this.#total > this.maxEvents) {
-      const [oldest, dropped] = this.#streams.entries().next().value as [StreamId, unknown[]];
-      this.#streams.delete(oldest);
-      this.#total -= dropped.length;
+      const oldest = this.#streams.values().next().value;
+      if (!oldest) break;
+      this.#forget(oldest);
     }
-    return Promise.resolve(id);
+    return `${stream.token}.${seq.toString(36)}`;
   }
 
-  getStreamIdForEventId(eventId: EventId): Promise<StreamId | undefined> {
-    const streamId = eventId.slice(0, eventId.lastIndexOf('_'));
-    return Promise.resolve(this.#streams.has(streamId) ? streamId : undefined);
+  /** The session's own stream an event id names, and where in it the event is; nothing for any other id. */
+  #find(scope: string, eventId: EventId): { stream: Stream; seq: number } | undefined {
+    const match = ID.exec(eventId);
+    if (!match) return undefined;
+    const stream = this.#streams.get(match[1]!);
+    const seq = parseInt(match[2]!, 36);
+    if (!stream || stream.scope !== scope || seq > stream.next) return undefined;
+    return { stream, seq };
   }
 
-  async replayEventsAfter(
-    lastEventId: EventId,
-    { send }: { send: (eventId: EventId, message: JSONRPCMessage) => Promise<void> },
+  /**
+   * Sends the events of the session's stream stored after `eventId` (those still held). The SDK asks
+   * `getStreamIdForEventId` first and refuses an id it does not know; one whose stream went in between replays
+   * nothing, on a stream id no other stream has.
+   */
+  async #replay(
+    scope: string,
+    eventId: EventId,
+    send: (eventId: EventId, message: JSONRPCMessage) => Promise<void>,
   ): Promise<StreamId> {
-    const streamId = lastEventId.slice(0, lastEventId.lastIndexOf('_'));
-    const events = this.#streams.get(streamId) ?? [];
-    const from = events.findIndex((e) => e.id === lastEventId);
-    for (const event of events.slice(from + 1)) await send(event.id, event.message);
-    return streamId;
+    const found = this.#find(scope, eventId);
+    if (!found) return `_gone_${randomBytes(TOKEN_BYTES).toString('base64url')}`;
+    const { stream } = found;
+    // Read afresh after each send: events stored while replaying are sent too.
+    let event = eventAfter(stream, found.seq);
+    while (event) {
+      await send(`${stream.token}.${event.seq.toString(36)}`, event.message);
+      event = eventAfter(stream, event.seq);
+    }
+    return stream.streamId;
+  }
+
+  #forget(stream: Stream): void {
+    this.#streams.delete(stream.token);
+    this.#total -= stream.events.length;
+    const streams = this.#scopes.get(stream.scope);
+    streams?.delete(stream.streamId);
+    if (streams?.size === 0) this.#scopes.delete(stream.scope);
+  }
+
+  #drop(scope: string): void {
+    for (const stream of this.#scopes.get(scope)?.values() ?? []) this.#forget(stream);
   }
 }
