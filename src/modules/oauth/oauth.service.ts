@@ -27,6 +27,14 @@ export function grantOfSid(sid: string): string | undefined {
   return sid.startsWith(`${OAUTH_TOKEN_FAMILY}:`) ? sid.slice(OAUTH_TOKEN_FAMILY.length + 1) : undefined;
 }
 
+/**
+ * Whose grant a statement may reach: the user who approved it (their grant list, their token's liveness) or the
+ * client it was approved for (the token endpoint, revocation). Every statement on a grant names one of them.
+ */
+type GrantScope = { column: 'user_id' | 'client_id'; value: string };
+const ofUser = (userId: string): GrantScope => ({ column: 'user_id', value: userId });
+const ofClient = (client: { client_id: string }): GrantScope => ({ column: 'client_id', value: client.client_id });
+
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', '[::1]', 'localhost']);
 
 /** The scope a client asks for to be given refresh tokens (OpenID Connect's, as SEP-2207 describes for MCP). */
@@ -421,7 +429,7 @@ export class OAuthService {
     const row = await this.#code(code);
     if (!row || row.client_id !== client.client_id) throw new InvalidGrantError('Invalid authorization code');
     if (row.used_at !== null) {
-      await this.#endGrant(row.grant_id, 'authorization_code_reused');
+      await this.#endGrant(row.grant_id, ofClient(client), 'authorization_code_reused');
       throw new InvalidGrantError('Authorization code was already used; the tokens issued for it are revoked');
     }
     if (Date.parse(row.expires_at) <= this.deps.now().getTime())
@@ -440,7 +448,7 @@ export class OAuthService {
     if (!row || row.client_id !== client.client_id) throw new InvalidGrantError('Invalid authorization code');
     if (redirectUri !== undefined && redirectUri !== row.redirect_uri)
       throw new InvalidGrantError('redirect_uri does not match the authorization request');
-    const grant = await this.#grant(row.grant_id);
+    const grant = await this.#grant(row.grant_id, ofClient(client));
     if (!grant) throw new InvalidGrantError('Invalid authorization code');
     if (resource !== undefined && this.checkResource(resource) !== grant.resource)
       throw new InvalidTargetError('resource does not match the authorization request');
@@ -452,7 +460,7 @@ export class OAuthService {
       .executeTakeFirst();
     if (Number(used.numUpdatedRows) !== 1) {
       // Two exchanges raced: the loser is a reuse.
-      await this.#endGrant(row.grant_id, 'authorization_code_reused');
+      await this.#endGrant(row.grant_id, ofClient(client), 'authorization_code_reused');
       throw new InvalidGrantError('Authorization code was already used; the tokens issued for it are revoked');
     }
     return this.#tokens(client, grant, grant.scope);
@@ -471,10 +479,10 @@ export class OAuthService {
       .selectAll()
       .where('token_hash', '=', hashSecret(refreshToken))
       .executeTakeFirst();
-    const grant = row && (await this.#grant(row.grant_id));
-    if (!row || !grant || grant.client_id !== client.client_id) throw new InvalidGrantError('Invalid refresh token');
+    const grant = row && (await this.#grant(row.grant_id, ofClient(client)));
+    if (!row || !grant) throw new InvalidGrantError('Invalid refresh token');
     if (row.used_at !== null) {
-      await this.#endGrant(grant.id, 'refresh_token_reused');
+      await this.#endGrant(grant.id, ofClient(client), 'refresh_token_reused');
       throw new InvalidGrantError('Refresh token was already used; the grant is revoked');
     }
     if (Date.parse(row.expires_at) <= now().getTime()) throw new InvalidGrantError('Refresh token has expired');
@@ -491,7 +499,7 @@ export class OAuthService {
       .where('used_at', 'is', null)
       .executeTakeFirst();
     if (Number(spent.numUpdatedRows) !== 1) {
-      await this.#endGrant(grant.id, 'refresh_token_reused');
+      await this.#endGrant(grant.id, ofClient(client), 'refresh_token_reused');
       throw new InvalidGrantError('Refresh token was already used; the grant is revoked');
     }
     return this.#tokens(client, grant, narrowed.length > 0 ? narrowed.join(' ') : grant.scope);
@@ -512,8 +520,7 @@ export class OAuthService {
       .where('token_hash', '=', hashSecret(token))
       .executeTakeFirst();
     const grantId = row?.grant_id ?? (await grantOfAccessToken(token));
-    const grant = grantId === undefined ? undefined : await this.#grant(grantId);
-    if (grant && grant.client_id === client.client_id) await this.#endGrant(grant.id, 'revoked_by_client');
+    if (grantId !== undefined) await this.#endGrant(grantId, ofClient(client), 'revoked_by_client');
   }
 
   /** An access token for the grant, and a refresh token when the client registered for them (RFC 7591 grant_types). */
@@ -525,7 +532,7 @@ export class OAuthService {
     const { db, now, limits } = this.deps;
     const user = await this.deps.users.get(grant.user_id);
     if (!user?.active) {
-      await this.#endGrant(grant.id, 'user_inactive');
+      await this.#endGrant(grant.id, ofClient(client), 'user_inactive');
       throw new InvalidGrantError('The user who authorized this client can no longer sign in');
     }
     const access = await this.deps.issueAccessToken(user, `${OAUTH_TOKEN_FAMILY}:${grant.id}`, {
@@ -547,7 +554,12 @@ export class OAuthService {
         })
         .execute();
     }
-    await db.updateTable('oauth_grants').set({ last_used_at: at.toISOString() }).where('id', '=', grant.id).execute();
+    await db
+      .updateTable('oauth_grants')
+      .set({ last_used_at: at.toISOString() })
+      .where('id', '=', grant.id)
+      .where('client_id', '=', client.client_id)
+      .execute();
     return {
       access_token: access.token,
       token_type: 'Bearer',
@@ -562,8 +574,7 @@ export class OAuthService {
   /** Whether an access token of the grant is still good: the grant exists and belongs to the token's subject. */
   async isLive(sid: string, userId: string): Promise<boolean> {
     const grantId = grantOfSid(sid);
-    const grant = grantId === undefined ? undefined : await this.#grant(grantId);
-    return grant?.user_id === userId;
+    return grantId !== undefined && (await this.#grant(grantId, ofUser(userId))) !== undefined;
   }
 
   /** The clients a user authorised, newest first. */
@@ -598,22 +609,34 @@ export class OAuthService {
 
   /** The user revokes one of their grants: every token issued through it stops working at once. */
   async revokeOwnGrant(userId: string, grantId: string, client: ClientInfo): Promise<void> {
-    const grant = await this.#grant(grantId);
-    if (!grant || grant.user_id !== userId)
+    if (!(await this.#endGrant(grantId, ofUser(userId), 'revoked_by_user', { actorId: userId, client })))
       throw new NotFoundError('No such authorization', { code: 'OAUTH_GRANT_NOT_FOUND' });
-    await this.#endGrant(grant.id, 'revoked_by_user', { actorId: userId, client });
   }
 
-  /** Erasure: deletes the user's grants (their codes and refresh tokens go with them). */
+  /** Erasure (by user id, on the erasure's transaction): deletes the user's grants, their codes and tokens with them. */
   async deleteGrantsOf(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
     const result = await db.deleteFrom('oauth_grants').where('user_id', '=', userId).executeTakeFirst();
     return Number(result.numDeletedRows);
   }
 
-  async #endGrant(grantId: string, reason: string, by: { actorId?: string; client?: ClientInfo } = {}): Promise<void> {
-    const grant = await this.#grant(grantId);
-    if (!grant) return;
-    await this.deps.db.deleteFrom('oauth_grants').where('id', '=', grantId).execute();
+  /**
+   * Ends a grant of the user's or the client's, as `scope` says; false when it has none by that id (and then
+   * nothing changed). Its codes and refresh tokens go with it (the foreign keys cascade).
+   */
+  async #endGrant(
+    grantId: string,
+    scope: GrantScope,
+    reason: string,
+    by: { actorId?: string; client?: ClientInfo } = {},
+  ): Promise<boolean> {
+    const grant = await this.#grant(grantId, scope);
+    if (!grant) return false;
+    const deleted = await this.deps.db
+      .deleteFrom('oauth_grants')
+      .where('id', '=', grantId)
+      .where(scope.column, '=', scope.value)
+      .executeTakeFirst();
+    if (Number(deleted.numDeletedRows) === 0) return false;
     await this.deps.audit.record({
       type: 'oauth.grant_revoked',
       actorId: by.actorId ?? null,
@@ -622,12 +645,20 @@ export class OAuthService {
       userAgent: by.client?.userAgent ?? null,
       details: { grant_id: grantId, client_id: grant.client_id, reason },
     });
+    return true;
   }
 
-  #grant(id: string) {
-    return this.deps.db.selectFrom('oauth_grants').selectAll().where('id', '=', id).executeTakeFirst();
+  /** The grant, if it is the one `scope` names its user or its client. */
+  #grant(id: string, scope: GrantScope) {
+    return this.deps.db
+      .selectFrom('oauth_grants')
+      .selectAll()
+      .where('id', '=', id)
+      .where(scope.column, '=', scope.value)
+      .executeTakeFirst();
   }
 
+  /** A code found by the hash of what the client presented: the code is the proof, so no other scope applies. */
   #code(code: string) {
     if (code.length > 200) return Promise.resolve(undefined);
     return this.deps.db
