@@ -195,7 +195,7 @@ interface HttpLikeError {
 const UNREACHABLE_CODES =
   /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|57P0[1-3]|08\w{3})$/;
 const UNREACHABLE_MESSAGES =
-  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error/;
+  /Connection terminated|timeout exceeded when trying to connect|Client has encountered a connection error|Client was closed and is not queryable/;
 
 /**
  * Whether an error says a dependency could not be reached (a database or network outage), not that the request or

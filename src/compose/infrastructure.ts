@@ -70,10 +70,12 @@ export function buildInfrastructure(config: Config, deps: { logger: Logger; now:
   const clock = { now: () => now().getTime() };
   const db = createDb(config.database, {
     breaker: new CircuitBreaker({ dependency: 'database', ...clock, logger, isOutage: isUnreachableDependency }),
+    onConnectionError: (err) => logger.warn({ err, dependency: 'database' }, 'database connection lost'),
   });
   const redis = config.redis ? createRedisClient(config.redis.url, logger) : undefined;
   // Every Redis call goes through one breaker: an outage is a 503 (or a stand-in), never a 500 or a pile-up.
   const outage = redis ? new RedisOutage({ now: clock.now, logger }) : undefined;
+  if (redis && outage) redis.on('ready', () => outage.reconnected());
   const stores: Stores =
     redis && config.redis && outage
       ? {
@@ -119,7 +121,7 @@ export function buildInfrastructure(config: Config, deps: { logger: Logger; now:
           },
           { breaker: new CircuitBreaker({ dependency: 'LLM provider', ...clock, logger, isOutage: isLlmOutage }) },
         )
-      : createOfflineLlm();
+      : createOfflineLlm({ wordDelayMs: config.llm.wordDelayMs });
   const telemetry = createTelemetry({
     serviceName: config.telemetry.serviceName,
     serviceVersion: SERVICE_VERSION,

@@ -14,6 +14,15 @@ export interface ConnectionGuard {
   run<T>(connect: () => Promise<T>): Promise<T>;
 }
 
+export interface DbOptions {
+  breaker?: ConnectionGuard;
+  /**
+   * Told of every PostgreSQL connection that is lost, idle in the pool or checked out (a query in flight fails on
+   * its own, to its caller). The pool replaces the connection either way; nothing else needs to be done.
+   */
+  onConnectionError?: (error: Error) => void;
+}
+
 /** A connected database: the Kysely handle plus what health checks and shutdown need to know about it. */
 export interface Db {
   readonly kysely: Kysely<Database>;
@@ -122,10 +131,16 @@ function openSqlite(filename: string): Db {
   };
 }
 
-function openPostgres(connectionString: string, breaker?: ConnectionGuard): Db {
+function openPostgres(connectionString: string, options: DbOptions): Db {
+  const { breaker, onConnectionError } = options;
   const pool = new (loadPg().Pool)({ connectionString, max: 10, types: pgTypes, connectionTimeoutMillis: 5_000 });
-  // An idle client losing its connection must not crash the process; the pool replaces it.
+  // A connection lost while idle in the pool is dropped by the pool, which opens another when one is needed; the
+  // client's own listener below reports it.
   pool.on('error', () => undefined);
+  // A connection lost while checked out (a query in flight, or between the statements of a transaction): the
+  // driver fails the query, which answers its request 503, and then emits 'error' on the client, where the pool
+  // listens only while the client is idle. Unheard, that event would end the process.
+  pool.on('connect', (client) => client.on('error', (error) => onConnectionError?.(error)));
   if (breaker) {
     // Kysely and the checkpoint saver take connections with the promise form; pg's own callback form is left as is.
     const connect = pool.connect.bind(pool);
@@ -153,8 +168,6 @@ function openPostgres(connectionString: string, breaker?: ConnectionGuard): Db {
  * connection is taken through it: once the server cannot be reached, requests fail at once with a 503 instead of
  * each waiting out the connection timeout.
  */
-export function createDb(target: DatabaseTarget, options: { breaker?: ConnectionGuard } = {}): Db {
-  return target.dialect === 'sqlite'
-    ? openSqlite(target.filename)
-    : openPostgres(target.connectionString, options.breaker);
+export function createDb(target: DatabaseTarget, options: DbOptions = {}): Db {
+  return target.dialect === 'sqlite' ? openSqlite(target.filename) : openPostgres(target.connectionString, options);
 }

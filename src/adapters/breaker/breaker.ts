@@ -55,6 +55,14 @@ export class CircuitBreaker {
     return this.#since !== undefined && this.options.now() < this.#retryAt;
   }
 
+  /**
+   * Lets the next call through at once, cool-down or not: for a client that learns by itself that the dependency
+   * is back (a reconnected socket). The first success then closes the breaker as usual.
+   */
+  retryNow(): void {
+    this.#retryAt = 0;
+  }
+
   async run<T>(call: () => Promise<T>): Promise<T> {
     if (this.isOpen) throw new CircuitOpenError(this.options.dependency, this.options.retryAfterSeconds ?? 5);
     try {

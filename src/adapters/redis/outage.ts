@@ -61,6 +61,11 @@ export class RedisOutage {
     return this.#breaker.reached && since !== undefined && this.options.now() - since < graceMs;
   }
 
+  /** The connection is up again: calls may try at once instead of waiting out the cool-down. */
+  reconnected(): void {
+    this.#breaker.retryNow();
+  }
+
   /** Runs a Redis call; a failure to reach Redis becomes a `RedisUnavailableError` (503). */
   async run<T>(call: () => Promise<T>): Promise<T> {
     try {

@@ -25,7 +25,9 @@ export function createRedisClient(url: string, logger: Logger): Redis {
     connectTimeout: 2_000,
     // A server that accepts connections but never answers must not hang callers.
     commandTimeout: 2_000,
-    retryStrategy: (attempt) => Math.min(attempt * 200, 5_000),
+    // Reconnect soon after the server returns (within a second), at the cost of one connection attempt a second
+    // while it is away.
+    retryStrategy: (attempt) => Math.min(attempt * 100, 1_000),
   });
   let down = false;
   redis.on('error', (err: Error) => {
