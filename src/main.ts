@@ -9,6 +9,8 @@ import { migrateDown, migrateToLatest } from './db/migrate.js';
 import { UsageError, keysCommand, usersCommand } from './cli/admin.js';
 import { UnauthorizedError } from './errors.js';
 import { createLogger } from './logger.js';
+import { currentRequest } from './http/request-context.js';
+import { installProcessGuards } from './process-guards.js';
 import { type Caller, CallerErrorCode, userCaller } from './ports/caller.js';
 import { serveStdio } from '../transports/stdio.js';
 import { SERVICE_NAME, SERVICE_VERSION } from './version.js';
@@ -16,8 +18,8 @@ import { SERVICE_NAME, SERVICE_VERSION } from './version.js';
 /** How long idle keep-alive connections may still bring a request once a signal starts shutdown. */
 const SIGNAL_IDLE_LINGER_MS = 1_000;
 
-/** sysexits(3): a usage error and a configuration error are told apart from a crash. */
-const EXIT = { ok: 0, failure: 1, usage: 64, config: 78 } as const;
+/** sysexits(3): a usage error, a configuration error and an internal error are told apart from a failed start. */
+const EXIT = { ok: 0, failure: 1, usage: 64, software: 70, config: 78 } as const;
 
 const USAGE = `Usage: agent-service [command]
 
@@ -41,29 +43,37 @@ function fail(message: string, code: number): never {
 async function serve(config: Config): Promise<void> {
   const app: App = buildApp(config);
   let stopping = false;
-  const stop = (signal: NodeJS.Signals) => {
+  /** Drains and exits with `code`; a second call (a second signal) exits at once. */
+  const shutdown = (reason: Record<string, unknown>, code: number) => {
     if (stopping) {
-      app.logger.warn({ signal }, 'second signal: exiting without finishing shutdown');
+      app.logger.warn(reason, 'asked again to stop: exiting without finishing shutdown');
       process.exit(EXIT.failure);
     }
     stopping = true;
-    app.logger.info({ signal }, 'signal received');
     // If draining hangs past its budget, exit anyway rather than ignore the orchestrator.
     setTimeout(() => process.exit(EXIT.failure), config.shutdownTimeoutMs + 5_000).unref();
     // Behind a load balancer a client may have sent a request on a kept-alive connection just now: answer it.
     app.close({ idleLingerMs: SIGNAL_IDLE_LINGER_MS }).then(
-      () => process.exit(EXIT.ok),
+      () => process.exit(code),
       (err: unknown) => {
         app.logger.error({ err }, 'shutdown failed');
         process.exit(EXIT.failure);
       },
     );
   };
+  const stop = (signal: NodeJS.Signals) => {
+    if (!stopping) app.logger.info({ signal }, 'signal received');
+    shutdown({ signal }, EXIT.ok);
+  };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);
-  process.on('unhandledRejection', (err) => {
-    app.logger.fatal({ err }, 'unhandled promise rejection');
-    process.exit(EXIT.failure);
+  installProcessGuards({
+    logger: app.logger,
+    metrics: app.metrics,
+    currentRequest,
+    stop: () => {
+      if (!stopping) shutdown({ reason: 'uncaught exception' }, EXIT.software);
+    },
   });
 
   try {

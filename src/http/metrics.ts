@@ -6,6 +6,8 @@ export interface Metrics {
   readonly registry: client.Registry;
   /** Counts and times every HTTP request, labelled by route pattern (never the raw path). */
   readonly httpMiddleware: RequestHandler;
+  /** Errors no caller handled, that reached the process's last-resort handlers (see process-guards.ts). */
+  readonly unhandledErrors: client.Counter<'kind' | 'outcome'>;
 }
 
 /**
@@ -59,5 +61,11 @@ export function createMetrics(): Metrics {
     });
     next();
   };
-  return { registry, httpMiddleware };
+  const unhandledErrors = new client.Counter({
+    name: 'process_unhandled_errors_total',
+    help: 'Errors that reached the last-resort handlers: kind (rejection, exception) and outcome (continued, stopped)',
+    labelNames: ['kind', 'outcome'] as const,
+    registers: [registry],
+  });
+  return { registry, httpMiddleware, unhandledErrors };
 }

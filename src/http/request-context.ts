@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';
@@ -46,6 +47,24 @@ function levelOf(req: IncomingMessage, res: ServerResponse): 'error' | 'warn' | 
   return res.statusCode >= 400 ? 'warn' : 'info';
 }
 
+/** What the process-wide error handlers can say about the request whose code failed, when there was one. */
+export interface RequestScope {
+  id: string;
+  listener: string;
+  method: string;
+  url: string;
+}
+
+const scope = new AsyncLocalStorage<{ id: string; listener: string; req: IncomingMessage; res: ServerResponse }>();
+
+/** The request whose work is running now (followed across awaits), or undefined outside of any request. */
+export function currentRequest(): RequestScope | undefined {
+  const current = scope.getStore();
+  if (!current) return undefined;
+  const { id, listener, req, res } = current;
+  return { id, listener, method: req.method ?? '', url: loggedUrl(req, res) };
+}
+
 /**
  * Gives every request an id (the caller's `X-Request-Id` when it is sane, else a UUID), echoes it in the
  * response, offers `req.log` (a child logger carrying the id, made only when something logs through it), and
@@ -82,7 +101,7 @@ export function requestContext(logger: Logger, listener: string): RequestHandler
         failed ? 'request errored' : 'request completed',
       );
     });
-    next();
+    scope.run({ id, listener, req, res }, next);
   };
 }
 
