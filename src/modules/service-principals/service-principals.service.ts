@@ -30,6 +30,9 @@ export const MODES: readonly AuthenticationMode[] = ['client_credentials', 'serv
 /** User ids are UUIDs; a service_id of that shape is refused, so the two id spaces never meet. */
 const UUID_SHAPE = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
+const principalNotFound = (id: string) =>
+  new NotFoundError(`Service principal ${id} not found`, { code: CommonErrorCode.NotFound });
+
 /** The form the spec gives user references in: `user:<username>`. */
 export interface ServicePrincipal {
   service_id: string;
@@ -206,6 +209,7 @@ export class ServicePrincipalsService {
           updated_at: now.toISOString(),
         })
         .where('id', '=', row.id)
+        .where('owner_user_id', '=', owner.userId)
         .where('secret_generation', '=', row.secret_generation)
         .executeTakeFirst();
       if (Number(result.numUpdatedRows) !== 1) continue;
@@ -231,7 +235,7 @@ export class ServicePrincipalsService {
       inherit_permissions: inheritPermissions ? 1 : 0,
       updated_at: this.now().toISOString(),
     };
-    await this.deps.db
+    const changed = await this.deps.db
       .updateTable('service_principals')
       .set({
         authentication_mode: updated.authentication_mode,
@@ -240,7 +244,9 @@ export class ServicePrincipalsService {
         updated_at: updated.updated_at,
       })
       .where('id', '=', row.id)
-      .execute();
+      .where('owner_user_id', '=', owner.userId)
+      .executeTakeFirst();
+    if (Number(changed.numUpdatedRows) !== 1) throw principalNotFound(id);
     const stale = await this.deps.authz.read({ object: principalObject(row.id), relation: 'acts_as' });
     await this.deps.authz.delete(stale);
     await this.deps.authz.write(this.#actsAs(updated));
@@ -254,12 +260,17 @@ export class ServicePrincipalsService {
   /** Irreversible: the principal, its tuples and every token it holds are gone. */
   async delete(owner: UserCaller, id: string, client: ClientInfo): Promise<void> {
     const row = await this.#owned(owner, id);
-    await this.deps.db.deleteFrom('service_principals').where('id', '=', row.id).execute();
+    const deleted = await this.deps.db
+      .deleteFrom('service_principals')
+      .where('id', '=', row.id)
+      .where('owner_user_id', '=', owner.userId)
+      .executeTakeFirst();
+    if (Number(deleted.numDeletedRows) !== 1) throw principalNotFound(id);
     await this.deps.authz.removeAllFor(principalObject(row.id));
     await this.#audit('service_principal.deleted', owner, row, client);
   }
 
-  /** Erasure: the ids of the principals the user owns (whose tuples go before their rows). */
+  /** Erasure (by user id): the ids of the principals the user owns (whose tuples go before their rows). */
   async idsOwnedBy(userId: string): Promise<string[]> {
     const rows = await this.deps.db
       .selectFrom('service_principals')
@@ -270,7 +281,7 @@ export class ServicePrincipalsService {
   }
 
   /**
-   * Erasure: through `db` (the erasure's transaction), deletes the principals the user owns and detaches the user
+   * Erasure (by user id): through `db` (the erasure's transaction), deletes the principals the user owns and detaches the user
    * from principals others own that act for them. Returns how many principals were deleted.
    */
   async deleteAllOwnedBy(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
@@ -346,7 +357,8 @@ export class ServicePrincipalsService {
 
   /**
    * Writes back the `acts_as` links of the principals that inherit from a user, from what their rows say. A
-   * deactivation removes every tuple of the user, these included; reactivation calls this. Idempotent.
+   * deactivation removes every tuple of the user, these included; reactivation calls this. Idempotent. Unscoped
+   * by owner by design: a system step of reactivation, reading the principals that act for the user.
    */
   async restoreDelegationsTo(userId: string): Promise<void> {
     const rows = await this.deps.db
@@ -399,6 +411,11 @@ export class ServicePrincipalsService {
       : [];
   }
 
+  /**
+   * A principal by id, whoever owns it: for the client-credentials grant and token liveness (where its own secret
+   * is the proof), and for `#owned`, which tells a missing principal (404) from another user's (403, as the spec
+   * says). Statements that change a principal name its owner themselves.
+   */
   #find(id: string): Promise<Row | undefined> {
     return this.deps.db.selectFrom('service_principals').selectAll().where('id', '=', id).executeTakeFirst();
   }
@@ -406,7 +423,7 @@ export class ServicePrincipalsService {
   /** 404 when there is no such principal; 403 when the caller does not own it. */
   async #owned(owner: UserCaller, id: string): Promise<Row> {
     const row = await this.#find(id);
-    if (!row) throw new NotFoundError(`Service principal ${id} not found`, { code: CommonErrorCode.NotFound });
+    if (!row) throw principalNotFound(id);
     if (!(await this.deps.authz.check(userObject(owner.userId), 'owner', principalObject(id)))) {
       throw new ForbiddenError('Only the owner may manage this service principal', {
         code: CallerErrorCode.AccessDenied,
