@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { runToolResult } from '../src/modules/builder/index.js';
 import { type ToolContext, defineTool } from '../src/mcp/tools.js';
+import { HumanAnswer } from '../workflows/runtime.js';
 
 /** Runs one of the caller's builder workflows, to its end or its first human question. */
 export const workflowRun = defineTool({
@@ -31,7 +32,7 @@ export const workflowResume = defineTool({
   inputSchema: {
     workflow_id: z.string().min(1).max(64).describe('The workflow of the run'),
     run_id: z.string().min(1).max(64).describe('The waiting run'),
-    answer: z.string().max(20_000).describe('The answer to its question'),
+    answer: HumanAnswer.describe('The answer to its question: any text up to 20,000 characters, empty included'),
   },
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   forAgent: false,

@@ -8,7 +8,7 @@ import {
   interrupt,
 } from '@langchain/langgraph';
 import { type Expr, evaluate, fillArgs, parseExpression, scopeOf, toText, truthy } from './expression.js';
-import type { HumanQuestion, WorkflowMessage, WorkflowRuntime } from './runtime.js';
+import type { HumanQuestion, HumanResume, WorkflowMessage, WorkflowRuntime } from './runtime.js';
 import {
   type AgentNode,
   type HumanNode,
@@ -218,11 +218,23 @@ function toolBody(n: ToolNode, runtime: WorkflowRuntime): NodeFunction {
   };
 }
 
+/**
+ * The answer a resume value carries: a wrapped answer (`humanResume`) or bare text as it is, anything else as text.
+ * It never throws: LangGraph keeps a resume value that failed its node, so the run could never be answered again.
+ */
+export function answerOf(resume: unknown): string {
+  if (typeof resume === 'object' && resume !== null && !Array.isArray(resume)) {
+    const { answer } = resume as Partial<HumanResume>;
+    if (typeof answer === 'string') return answer;
+  }
+  return toText(resume);
+}
+
 function humanBody(n: HumanNode): NodeFunction {
   const question: HumanQuestion = { node: n.id, question: questionOf(n) };
   return () => {
     // On resume LangGraph runs the node again from the top, and `interrupt` then answers the resume value.
-    const answer = toText(interrupt<HumanQuestion, unknown>(question));
+    const answer = answerOf(interrupt<HumanQuestion, unknown>(question));
     return Promise.resolve({
       messages: [{ role: 'user', content: answer, node: n.id }],
       vars: { [n.id]: answer },

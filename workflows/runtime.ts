@@ -1,4 +1,5 @@
 import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import { z } from 'zod';
 
 /**
  * What a compiled workflow needs from outside: a model for agent nodes and tools for tool nodes. The service's run
@@ -40,8 +41,29 @@ export interface WorkflowRuntime {
   callTool(request: ToolRequest, config: LangGraphRunnableConfig): Promise<string>;
 }
 
-/** What a human node's `interrupt` carries to whoever resumes the run; the resume value is the answer (a string). */
+/** What a human node's `interrupt` carries to whoever resumes the run; the resume value carries the answer. */
 export interface HumanQuestion {
   node: string;
   question: string;
 }
+
+/** The longest answer a human node takes, in characters (Unicode code points, as JSON Schema's `maxLength`). */
+export const HUMAN_ANSWER_MAX_LENGTH = 20_000;
+
+/**
+ * What a human node takes as its answer, the same on every way in (the builder's resume, `workflow_resume`, MCP task
+ * updates and question retries) and in the generated code: any text of at most `HUMAN_ANSWER_MAX_LENGTH` characters,
+ * the empty text included. Anything else is refused before the run changes.
+ */
+export const HumanAnswer = z.string().max(HUMAN_ANSWER_MAX_LENGTH);
+
+/**
+ * The resume value that answers a human node. The answer is wrapped because LangGraph.js 1.4 takes a falsy resume
+ * value (the empty answer) as no input at all and fails the run; LangGraph for Python and later LangGraph.js take a
+ * bare string, which a human node reads the same way.
+ */
+export interface HumanResume {
+  answer: string;
+}
+
+export const humanResume = (answer: string): HumanResume => ({ answer });

@@ -1,4 +1,10 @@
-import { BadRequestError, CommonErrorCode, ConflictError, NotFoundError } from '../../errors.js';
+import {
+  BadRequestError,
+  CommonErrorCode,
+  ConflictError,
+  NotFoundError,
+  ServiceUnavailableError,
+} from '../../errors.js';
 import type { ValidationReport } from '../../../workflows/validate.js';
 
 /** The builder's own error codes. */
@@ -9,6 +15,10 @@ export const BuilderErrorCode = {
   VersionConflict: 'WORKFLOW_VERSION_CONFLICT',
   /** A resume of a run that is not waiting for an answer. */
   RunNotWaiting: 'WORKFLOW_RUN_NOT_WAITING',
+  /** An answer a human node does not take (not text, or too long); the run still waits. */
+  InvalidAnswer: 'WORKFLOW_INVALID_ANSWER',
+  /** The run could not go on with a valid answer; it still waits at its human node, as it was. */
+  AnswerNotTaken: 'WORKFLOW_ANSWER_NOT_TAKEN',
 } as const;
 export type BuilderErrorCode = (typeof BuilderErrorCode)[keyof typeof BuilderErrorCode];
 
@@ -42,3 +52,14 @@ export const runNotWaiting = (status: string) =>
     code: BuilderErrorCode.RunNotWaiting,
     extra: { status },
   });
+
+export const invalidAnswer = (problem: string) =>
+  new BadRequestError(`The answer is not one a human step takes: ${problem}. The run still waits for an answer`, {
+    code: BuilderErrorCode.InvalidAnswer,
+  });
+
+export const answerNotTaken = (node: string) =>
+  new ServiceUnavailableError(
+    `The run could not go on with the answer; it still waits at "${node}" and can be answered again`,
+    { code: BuilderErrorCode.AnswerNotTaken, extra: { status: 'waiting', waiting_node: node } },
+  );

@@ -8,9 +8,9 @@ import type { Logger } from '../../logger.js';
 import type { Caller } from '../../ports/caller.js';
 import { subjectOf } from '../../ports/subjects.js';
 import { RECURSION_LIMIT, WorkflowCompileError, compileWorkflow, initialState } from '../../../workflows/compile.js';
-import type { HumanQuestion } from '../../../workflows/runtime.js';
+import { type HumanQuestion, HumanAnswer, humanResume } from '../../../workflows/runtime.js';
 import type { NodeType } from '../../../workflows/schema.js';
-import { invalidWorkflow, runNotFound, runNotWaiting } from './builder.errors.js';
+import { answerNotTaken, invalidAnswer, invalidWorkflow, runNotFound, runNotWaiting } from './builder.errors.js';
 import type { WorkflowTools } from './builder.ports.js';
 import { type RuntimeEvent, WorkflowToolError, serviceRuntime } from './builder.runtime.js';
 import type * as schemas from './builder.schemas.js';
@@ -35,6 +35,15 @@ export interface RunHandle {
   run: RunView;
   events(signal: AbortSignal): AsyncIterable<RunEvent>;
 }
+
+/** The question a resume answers, as the run asked it: where the run goes back to when the answer is not taken. */
+interface Asked {
+  node: string;
+  question: string;
+}
+
+/** The error event of a resume whose answer the run could not take: the run still waits, as it did. */
+const ANSWER_NOT_TAKEN = 'answer_not_taken';
 
 export interface RunDeps {
   db: Kysely<Database>;
@@ -88,25 +97,34 @@ export class WorkflowRuns {
     return this.#handle(caller, run, initialState(body.input, body.vars ?? {}));
   }
 
-  /** Answers the question a waiting run asks, and lets it go on (409 when it is not waiting). */
-  async resume(caller: Caller, workflowId: string, runId: string, answer: string): Promise<RunHandle> {
-    const claimed = await this.#claimWaiting(caller, workflowId, runId, 'running', {});
-    return this.#handle(caller, claimed, new Command({ resume: answer }));
+  /**
+   * Answers the question a waiting run asks, and lets it go on (409 when it is not waiting). An answer a human node
+   * does not take (`HumanAnswer`) is a 400 before anything changes, whichever way it came in.
+   */
+  async resume(caller: Caller, workflowId: string, runId: string, answer: unknown): Promise<RunHandle> {
+    const parsed = HumanAnswer.safeParse(answer);
+    if (!parsed.success) throw invalidAnswer(parsed.error.issues[0]?.message ?? 'not text');
+    const { before, claimed } = await this.#claimWaiting(caller, workflowId, runId, 'running', {});
+    const asked = { node: before.waiting_node ?? '', question: before.question ?? '' };
+    return this.#handle(caller, claimed, new Command({ resume: humanResume(parsed.data) }), asked);
   }
 
   /** Stops a waiting run for good: its question is not answered (409 when it is not waiting). */
   async cancel(caller: Caller, workflowId: string, runId: string): Promise<RunView> {
-    return runView(await this.#claimWaiting(caller, workflowId, runId, 'cancelled', { error: 'The run was stopped' }));
+    const { claimed } = await this.#claimWaiting(caller, workflowId, runId, 'cancelled', {
+      error: 'The run was stopped',
+    });
+    return runView(claimed);
   }
 
-  /** Moves a waiting run on, once across instances (409 for every other claim): the run as it now stands. */
+  /** Moves a waiting run on, once across instances (409 for every other claim): the run before and as it now stands. */
   async #claimWaiting(
     caller: Caller,
     workflowId: string,
     runId: string,
     to: 'running' | 'cancelled',
     fields: { error?: string },
-  ): Promise<RunRow> {
+  ): Promise<{ before: RunRow; claimed: RunRow }> {
     await this.deps.builder.access(caller, workflowId, 'executor');
     const run = await findRun(this.deps.db, workflowId, runId);
     if (!run) throw runNotFound(runId);
@@ -114,7 +132,10 @@ export class WorkflowRuns {
     if (run.status !== 'waiting' || !(await claimRun(this.deps.db, run.id, 'waiting', to, at)))
       throw runNotWaiting((await findRun(this.deps.db, workflowId, runId))?.status ?? run.status);
     await updateRun(this.deps.db, run.id, { question: null, waiting_node: null, ...fields });
-    return { ...run, ...fields, status: to, question: null, waiting_node: null, updated_at: at };
+    return {
+      before: run,
+      claimed: { ...run, ...fields, status: to, question: null, waiting_node: null, updated_at: at },
+    };
   }
 
   async list(caller: Caller, workflowId: string, limit: number): Promise<RunView[]> {
@@ -129,10 +150,17 @@ export class WorkflowRuns {
     return runView(run);
   }
 
-  /** Runs to the end or the next pause without streaming: the run as it then stands. */
+  /**
+   * Runs to the end or the next pause without streaming: the run as it then stands. A resume whose answer the run
+   * could not take is an error (503): the run still waits, as it did.
+   */
   async complete(handle: RunHandle, signal: AbortSignal): Promise<RunView> {
-    for await (const _ of handle.events(signal));
-    return this.#current(handle.run);
+    let notTaken = false;
+    for await (const event of handle.events(signal))
+      if (event.type === 'error' && event.code === ANSWER_NOT_TAKEN) notTaken = true;
+    const run = await this.#current(handle.run);
+    if (notTaken && run.status === 'waiting') throw answerNotTaken(run.waiting_node ?? '');
+    return run;
   }
 
   /** A run's row as it stands, without an access check (the caller was checked when the run was admitted). */
@@ -141,14 +169,20 @@ export class WorkflowRuns {
     return row ? runView(row) : run;
   }
 
-  #handle(caller: Caller, run: RunRow, input: unknown): RunHandle {
+  #handle(caller: Caller, run: RunRow, input: unknown, asked?: Asked): RunHandle {
     return {
       run: runView(run),
-      events: (signal) => this.#events(caller, run, input, signal),
+      events: (signal) => this.#events(caller, run, input, signal, asked),
     };
   }
 
-  async *#events(caller: Caller, run: RunRow, input: unknown, signal: AbortSignal): AsyncGenerator<RunEvent> {
+  async *#events(
+    caller: Caller,
+    run: RunRow,
+    input: unknown,
+    signal: AbortSignal,
+    asked?: Asked,
+  ): AsyncGenerator<RunEvent> {
     const { deps } = this;
     yield { type: 'run_started', run_id: run.id, workflow_id: run.workflow_id, version: run.version };
     const config = { configurable: { thread_id: runThread(run.id) } };
@@ -202,6 +236,26 @@ export class WorkflowRuns {
     } catch (thrown) {
       const failure = failureOf(thrown, signal);
       if (failure.code === 'internal_error') deps.logger.error({ err: thrown, run: run.id }, 'workflow run failed');
+      // A resume that failed before its human node took the answer lost nothing: the checkpoint still waits there,
+      // so the run does too, with its question and path as they were, for the answer to be given again.
+      if (asked && failure.code === 'internal_error' && !finished.includes(asked.node)) {
+        await updateRun(deps.db, run.id, {
+          status: 'waiting',
+          question: asked.question,
+          waiting_node: asked.node,
+          updated_at: deps.now().toISOString(),
+        });
+        const path = JSON.parse(run.path) as string[];
+        yield {
+          type: 'error',
+          run_id: run.id,
+          code: ANSWER_NOT_TAKEN,
+          message: `The run could not go on with the answer; it still waits at "${asked.node}"`,
+        };
+        yield { type: 'interrupt', run_id: run.id, node_id: asked.node, question: asked.question };
+        yield { type: 'end', run_id: run.id, status: 'waiting', output: null, path };
+        return;
+      }
       const checkpointed = await this.#checkpointedPath(config).catch(() => []);
       const path = checkpointed.length >= finished.length ? checkpointed : finished;
       await updateRun(deps.db, run.id, {

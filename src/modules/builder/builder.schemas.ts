@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { WebUiSettings } from '../../http/web-ui-settings.js';
+import { HumanAnswer } from '../../../workflows/runtime.js';
 import { ID_PATTERN, WorkflowDefinitionInput, WorkflowEdge, WorkflowNode } from '../../../workflows/schema.js';
 
 /** The builder's request and response shapes (spec "Builder resources"; the fields it leaves open are ours). */
@@ -143,7 +144,12 @@ export const RunRequest = z
   .meta({ id: 'RunWorkflow' });
 
 export const ResumeRequest = z
-  .object({ answer: z.string().max(20_000).describe("The answer to the waiting human node's question") })
+  .object({
+    answer: HumanAnswer.describe(
+      "The answer to the waiting human node's question: any text of at most 20,000 characters, the empty text " +
+        'included. Anything else is a 400 and the run still waits.',
+    ),
+  })
   .meta({ id: 'ResumeWorkflowRun' });
 
 export const BuilderConfig = WebUiSettings.meta({ id: 'BuilderConfig' });
