@@ -12,6 +12,7 @@ import { subjectOf } from '../ports/subjects.js';
 import { CatalogError, INTERNAL_ERROR, INVALID_PARAMS } from './catalog.js';
 import { type PublishedWorkflows, type WaitingRun, waitingRun } from './published.js';
 import type { McpTasksTable, TaskStatus } from './tasks.tables.js';
+import { HUMAN_ANSWER_MAX_LENGTH, HumanAnswer } from '../../workflows/runtime.js';
 
 /*
  * MCP tasks (the Tasks extension of the 2026-07-28 revision): a tool call answered at once with a task, which runs
@@ -54,9 +55,8 @@ export interface TaskView {
 /** What a task does: a tool call, stopped by the signal when the task is cancelled. */
 type TaskWork = (signal: AbortSignal) => Promise<CallToolResult>;
 
-/** The answer a human node takes, and what a client's form response must carry. */
+/** What a client's form response must carry: the answer a human node takes (`HumanAnswer`). */
 const ANSWER_FIELD = 'answer';
-const ANSWER_MAX = 20_000;
 
 /** The question a waiting run asks, as an embedded form request with one text field. */
 export function questionRequest(question: string): QuestionRequest {
@@ -72,7 +72,7 @@ export function questionRequest(question: string): QuestionRequest {
             type: 'string',
             title: 'Answer',
             description: 'Your answer; the workflow goes on with it',
-            maxLength: ANSWER_MAX,
+            maxLength: HUMAN_ANSWER_MAX_LENGTH,
           },
         },
         required: [ANSWER_FIELD],
@@ -94,9 +94,9 @@ export function readAnswer(response: unknown): QuestionResponse {
   const parsed = FormResponse.safeParse(response);
   if (!parsed.success) return { kind: 'invalid' };
   if (parsed.data.action !== 'accept') return { kind: 'declined' };
-  const answer = parsed.data.content?.[ANSWER_FIELD];
-  if (typeof answer !== 'string' || answer.length > ANSWER_MAX) return { kind: 'invalid' };
-  return { kind: 'answer', answer };
+  const answer = HumanAnswer.safeParse(parsed.data.content?.[ANSWER_FIELD]);
+  if (!answer.success) return { kind: 'invalid' };
+  return { kind: 'answer', answer: answer.data };
 }
 
 const CANCEL_CHANNEL = 'mcp-task-cancel';
