@@ -1,6 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import { Command, MemorySaver } from '@langchain/langgraph';
@@ -13,12 +13,20 @@ import { generateTypeScript } from '../../workflows/codegen/typescript.js';
 import {
   type CompiledWorkflow,
   WorkflowCompileError,
+  answerOf,
   compileWorkflow,
   initialState,
   planWorkflow,
 } from '../../workflows/compile.js';
+import { LANGGRAPH_JS_RANGE, LANGGRAPH_PYTHON_REQUIREMENT } from '../../workflows/codegen/versions.js';
 import { evaluate, fillArgs, parseExpression, scopeOf, truthy } from '../../workflows/expression.js';
-import type { AgentRequest, ToolRequest, WorkflowRuntime } from '../../workflows/runtime.js';
+import {
+  type AgentRequest,
+  HumanAnswer,
+  type ToolRequest,
+  type WorkflowRuntime,
+  humanResume,
+} from '../../workflows/runtime.js';
 import { type Workflow, parseWorkflow } from '../../workflows/schema.js';
 import { type Availability, describeWithService } from '../helpers/services.js';
 
@@ -267,7 +275,32 @@ interface GeneratedModule {
   buildWorkflow(runtime: WorkflowRuntime, options?: { checkpointer?: MemorySaver }): CompiledWorkflow;
   initialState: typeof initialState;
   RECURSION_LIMIT: number;
+  /** Only in a module with a human node. */
+  humanAnswer?: (text: unknown) => unknown;
+  ANSWER_MAX_LENGTH?: number;
 }
+
+/** Answers a human node may be given, good and bad: the service's rule (`HumanAnswer`) decides which are taken. */
+const ANSWERS: unknown[] = [
+  '',
+  'ok',
+  ' ',
+  'x'.repeat(20_000),
+  'x'.repeat(20_001),
+  // Counted in characters (code points), not in UTF-16 units: each of these is two units.
+  '😀'.repeat(20_000),
+  '😀'.repeat(20_000) + 'x',
+  7,
+  0,
+  false,
+  true,
+  null,
+  ['ok'],
+  { answer: 'ok' },
+];
+
+/** Resume values a human node may meet, and the answer the service's own node reads from each. */
+const RESUME_VALUES: unknown[] = ['', 'ok', { answer: '' }, { answer: 'ok' }, { answer: 7 }, 7, null, ['a'], { x: 1 }];
 
 interface Run {
   /** At each pause (and at the end): the path so far and the interrupt's value. */
@@ -277,11 +310,11 @@ interface Run {
   calls: RuntimeCall[];
 }
 
-/** Runs a graph to its end, answering each human question with the next answer. */
+/** Runs a graph to its end, answering each human question with the next answer (a resume value). */
 async function run(
   build: (runtime: WorkflowRuntime) => CompiledWorkflow,
   start: ReturnType<typeof initialState>,
-  answers: string[],
+  answers: unknown[],
 ): Promise<Run> {
   const runtime = recordingRuntime();
   const graph = build(runtime);
@@ -383,6 +416,68 @@ describe('generated TypeScript', () => {
       agent: { node: 'draft-reply', model: 'model-"x"', systemPrompt: HOSTILE, tools: ['lookup'], messages: 1 },
     });
     expect(compiled.vars.review).toBe(answers[1]);
+  });
+
+  it('takes the empty answer as the service does: wrapped, it goes on with "" as the step’s result', async () => {
+    const generated = moduleOf('support');
+    const compiled = await run(
+      (runtime) => compileWorkflow(SUPPORT, runtime, { checkpointer: new MemorySaver() }),
+      initialState('Where is my order?'),
+      [humanResume('again'), humanResume('')],
+    );
+    const fromCode = await run(
+      (runtime) => generated.buildWorkflow(runtime, { checkpointer: new MemorySaver() }),
+      generated.initialState('Where is my order?'),
+      [generated.humanAnswer!('again'), generated.humanAnswer!('')],
+    );
+    expect(fromCode).toEqual(compiled);
+    expect(compiled.vars.review).toBe('');
+    expect(compiled.messages.at(-1)).toEqual({ role: 'user', content: '', node: 'review' });
+    // Neither "again" nor the tricky text: the default branch ends the run.
+    expect(compiled.steps.at(-1)?.path.at(-1)).toBe('done');
+  });
+
+  it('refuses, before the run changes, the answers the service refuses, and reads resume values as it does', async () => {
+    const generated = moduleOf('support');
+    expect(generated.ANSWER_MAX_LENGTH).toBe(20_000);
+    for (const answer of ANSWERS) {
+      const label = JSON.stringify(answer).slice(0, 30);
+      if (HumanAnswer.safeParse(answer).success) {
+        expect(generated.humanAnswer!(answer), label).toEqual(humanResume(answer as string));
+      } else expect(() => generated.humanAnswer!(answer), label).toThrow(/An answer is text|Answers are at most/);
+    }
+    // Each resume value reaches the human node's result as the service's own node reads it (LangGraph.js 1.4 takes
+    // a falsy one as no input at all, before any node sees it: that is why answers are wrapped).
+    for (const resume of RESUME_VALUES.filter(Boolean)) {
+      const [fromCode, compiled] = await Promise.all(
+        [
+          (runtime: WorkflowRuntime) => generated.buildWorkflow(runtime, { checkpointer: new MemorySaver() }),
+          (runtime: WorkflowRuntime) => compileWorkflow(SUPPORT, runtime, { checkpointer: new MemorySaver() }),
+        ].map((build) => run(build, initialState('x'), [resume, humanResume('done')])),
+      );
+      expect(fromCode?.messages, JSON.stringify(resume)).toEqual(compiled?.messages);
+      expect(compiled?.messages.filter((m) => (m as { node?: string }).node === 'review')[0]).toMatchObject({
+        content: answerOf(resume),
+      });
+    }
+  });
+
+  it('names the LangGraph.js releases it needs in its header, and the one installed here is among them', () => {
+    const [, code] = sources.support ?? [];
+    expect(code?.replace(/\n \* /g, ' ')).toContain(`It needs \`@langchain/langgraph\` (${LANGGRAPH_JS_RANGE})`);
+    const installed = (
+      JSON.parse(readFileSync(path.join(ROOT, 'node_modules/@langchain/langgraph/package.json'), 'utf8')) as {
+        version: string;
+      }
+    ).version;
+    const [, low, high] = /^>=(\d+\.\d+\.\d+) <(\d+)$/.exec(LANGGRAPH_JS_RANGE) ?? [];
+    const parts = (v: string) => v.split('.').map(Number);
+    const [major = 0] = parts(installed);
+    const atLeast = parts(installed)
+      .map((n, i) => n - (parts(low ?? '')[i] ?? 0))
+      .find((d) => d !== 0);
+    expect(atLeast === undefined || atLeast > 0, `${installed} >= ${low}`).toBe(true);
+    expect(major).toBeLessThan(Number(high));
   });
 
   it('passes an own `__proto__` argument on as an argument, as fillArgs does', async () => {
@@ -574,8 +669,11 @@ class StateGraph:
         return self
 `,
   'langgraph/types.py': `
+RESUME = "answer"
+
+
 def interrupt(value):
-    return "answer"
+    return RESUME
 `,
 };
 
@@ -712,6 +810,48 @@ describeWithService('generated Python', probePython(), () => {
       expect(filled).toEqual(fillArgs(args, values));
       expect(update?.vars).toEqual({ [node]: 'tool result', output: 'tool result' });
     }
+  });
+
+  it('reads resume values and refuses answers as the service does', () => {
+    const { file, code } = write(SUPPORT, 'support');
+    expect(code.replace(/\n/g, ' ')).toContain(`It needs \`\`${LANGGRAPH_PYTHON_REQUIREMENT}\`\``);
+    const script = `
+import importlib.util, json, sys
+import langgraph.types
+spec = importlib.util.spec_from_file_location("generated", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+cases = json.load(sys.stdin)
+read = []
+for resume in cases["resumes"]:
+    langgraph.types.RESUME = resume
+    read.append(module.review_node(module.initial_state("x"))["vars"]["review"])
+taken = []
+for answer in cases["answers"]:
+    try:
+        taken.append(module.human_answer(answer))
+    except (TypeError, ValueError) as error:
+        taken.append(type(error).__name__)
+print(json.dumps({"read": read, "taken": taken, "max": module.ANSWER_MAX_LENGTH}))
+`;
+    const out = JSON.parse(
+      python(['-c', script, file], JSON.stringify({ resumes: RESUME_VALUES, answers: ANSWERS })),
+    ) as {
+      read: string[];
+      taken: unknown[];
+      max: number;
+    };
+    expect(out.max).toBe(20_000);
+    expect(out.read).toEqual(RESUME_VALUES.map(answerOf));
+    expect(out.taken).toEqual(
+      ANSWERS.map((answer) =>
+        HumanAnswer.safeParse(answer).success
+          ? humanResume(answer as string)
+          : typeof answer === 'string'
+            ? 'ValueError'
+            : 'TypeError',
+      ),
+    );
   });
 
   it('keeps hostile text exact in its string literals', () => {
