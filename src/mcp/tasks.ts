@@ -121,11 +121,15 @@ export interface McpTasksDeps {
   maxActivePerOwner?: number;
 }
 
+/** A task as every write on it names it: by its id and its owner. */
+type TaskKey = Pick<McpTasksTable, 'id' | 'owner'>;
+
 const TERMINAL: ReadonlySet<TaskStatus> = new Set(['completed', 'failed', 'cancelled']);
 
 /** The tasks of every instance, in the database; the ones this instance runs, in memory. */
 export class McpTasks {
-  readonly #running = new Map<string, AbortController>();
+  /** The tasks running here, by id, with whose they are (every write on a task names its owner too). */
+  readonly #running = new Map<string, { controller: AbortController; owner: string }>();
   readonly #stopListening: () => void;
   readonly #leaseMs: number;
   readonly #pollIntervalMs: number;
@@ -138,7 +142,7 @@ export class McpTasks {
     this.#leaseMs = deps.leaseMs ?? 30_000;
     this.#pollIntervalMs = deps.pollIntervalMs ?? 1_000;
     this.#maxActive = deps.maxActivePerOwner ?? 20;
-    this.#stopListening = deps.broadcast.subscribe(CANCEL_CHANNEL, (id) => this.#running.get(id)?.abort());
+    this.#stopListening = deps.broadcast.subscribe(CANCEL_CHANNEL, (id) => this.#running.get(id)?.controller.abort());
     // Expired tasks are invisible at once; their rows go within ten minutes, even when no task starts.
     this.#sweeper = setInterval(
       () => void this.prune().catch((err: unknown) => deps.logger.warn({ err }, 'expired MCP tasks not pruned')),
@@ -182,7 +186,7 @@ export class McpTasks {
       expires_at: new Date(now.getTime() + this.deps.ttlMs).toISOString(),
     };
     await this.deps.db.insertInto('mcp_tasks').values(row).execute();
-    this.#drive(row.id, work);
+    this.#drive(row, work);
     return this.#view(row);
   }
 
@@ -190,7 +194,7 @@ export class McpTasks {
   async get(caller: Caller, id: string): Promise<TaskView> {
     const row = await this.#find(caller, id);
     if (row.status === 'working' && row.lease_until !== null && row.lease_until < this.#at()) {
-      const lost = await this.#finish(row.id, 'working', {
+      const lost = await this.#finish(row, 'working', {
         status: 'failed',
         error: JSON.stringify({
           code: INTERNAL_ERROR,
@@ -223,7 +227,7 @@ export class McpTasks {
     }
     const { workflows } = this.deps;
     if (!workflows || row.workflow_id === null || row.run_id === null) return;
-    const claimed = await this.#transition(row.id, 'input_required', {
+    const claimed = await this.#transition(row, 'input_required', {
       status: 'working',
       status_message: null,
       input_requests: null,
@@ -233,14 +237,14 @@ export class McpTasks {
     // Another instance took the same answer first.
     if (!claimed) return;
     const { workflow_id: workflowId, run_id: runId } = row;
-    this.#drive(row.id, (signal) => workflows.resume(caller, workflowId, runId, response.answer, signal));
+    this.#drive(row, (signal) => workflows.resume(caller, workflowId, runId, response.answer, signal));
   }
 
   /** Cancels the caller's task: its run stops, wherever it runs. A finished task stays as it was. */
   async cancel(caller: Caller, id: string, reason = 'Cancelled by the client'): Promise<void> {
     const row = await this.#find(caller, id);
     if (TERMINAL.has(row.status)) return;
-    const cancelled = await this.#finish(row.id, row.status, { status: 'cancelled', status_message: reason });
+    const cancelled = await this.#finish(row, row.status, { status: 'cancelled', status_message: reason });
     if (!cancelled) return this.cancel(caller, id, reason);
     if (row.status === 'input_required' && row.workflow_id !== null && row.run_id !== null) {
       await this.deps.workflows?.cancel(caller, row.workflow_id, row.run_id).catch((err: unknown) => {
@@ -249,15 +253,15 @@ export class McpTasks {
     }
     if (row.status === 'working') {
       const local = this.#running.get(row.id);
-      if (local) local.abort();
+      if (local) local.controller.abort();
       else await this.deps.broadcast.publish(CANCEL_CHANNEL, row.id);
     }
   }
 
-  /** Deletes a subject's tasks (erasure), stopping those that run here. */
+  /** Deletes a subject's tasks (erasure, by owner), stopping those that run here. */
   async eraseOf(db: Kysely<Database>, owner: string): Promise<number> {
     const rows = await db.selectFrom('mcp_tasks').select('id').where('owner', '=', owner).execute();
-    for (const { id } of rows) this.#running.get(id)?.abort();
+    for (const { id } of rows) this.#running.get(id)?.controller.abort();
     const deleted = await db.deleteFrom('mcp_tasks').where('owner', '=', owner).executeTakeFirst();
     return Number(deleted.numDeletedRows);
   }
@@ -284,7 +288,7 @@ export class McpTasks {
     }));
   }
 
-  /** Deletes expired tasks; returns how many. */
+  /** Deletes expired tasks, whoever's they are (a system sweep); returns how many. */
   async prune(): Promise<number> {
     const deleted = await this.deps.db.deleteFrom('mcp_tasks').where('expires_at', '<=', this.#at()).executeTakeFirst();
     return Number(deleted.numDeletedRows);
@@ -295,32 +299,33 @@ export class McpTasks {
     this.#stopListening();
     clearInterval(this.#renewer);
     clearInterval(this.#sweeper);
-    const ids = [...this.#running.keys()];
-    for (const controller of this.#running.values()) controller.abort();
-    for (const id of ids) {
-      await this.#finish(id, 'working', {
+    const tasks = [...this.#running.entries()].map(([id, { owner }]) => ({ id, owner }));
+    for (const { controller } of this.#running.values()) controller.abort();
+    for (const task of tasks) {
+      await this.#finish(task, 'working', {
         status: 'failed',
         error: JSON.stringify({ code: INTERNAL_ERROR, message: 'The task stopped: the service shut down' }),
       });
     }
   }
 
-  #drive(id: string, work: TaskWork): void {
+  #drive(task: TaskKey, work: TaskWork): void {
+    const { id } = task;
     const controller = new AbortController();
-    this.#running.set(id, controller);
+    this.#running.set(id, { controller, owner: task.owner });
     this.#renewer ??= setInterval(() => void this.#renew(), Math.max(1_000, Math.floor(this.#leaseMs / 3)));
     this.#renewer.unref();
     const settle = async () => {
       try {
         const result = await work(controller.signal);
-        if (!controller.signal.aborted) await this.#settle(id, result);
+        if (!controller.signal.aborted) await this.#settle(task, result);
       } catch (thrown) {
         if (controller.signal.aborted) return;
         // What the caller may know (the run was answered elsewhere meanwhile, say) is told; the rest stays here.
         const error = toAppError(thrown);
         const told = error.expose && error.status < 500;
         if (!told) this.deps.logger.error({ err: thrown, task: id }, 'MCP task failed');
-        await this.#finish(id, 'working', {
+        await this.#finish(task, 'working', {
           status: 'failed',
           error: JSON.stringify({ code: INTERNAL_ERROR, message: told ? error.message : 'Internal error' }),
         });
@@ -336,15 +341,16 @@ export class McpTasks {
   }
 
   /** Records what the work ended with: a question (the run waits), or the tool result. */
-  async #settle(id: string, result: CallToolResult): Promise<void> {
+  async #settle(task: TaskKey, result: CallToolResult): Promise<void> {
     const waiting = this.deps.workflows && waitingRun(result);
     if (waiting) {
-      await this.#transition(id, 'working', waitingFields(waiting));
+      await this.#transition(task, 'working', waitingFields(waiting));
       return;
     }
-    await this.#finish(id, 'working', { status: 'completed', result: JSON.stringify(result) });
+    await this.#finish(task, 'working', { status: 'completed', result: JSON.stringify(result) });
   }
 
+  /** Extends the claims of the tasks running here: by this instance's claim, not by owner (a system step). */
   async #renew(): Promise<void> {
     const ids = [...this.#running.keys()];
     if (ids.length === 0) return;
@@ -360,25 +366,29 @@ export class McpTasks {
 
   /** Ends a task that is still `from` (and, when given, still on the claim read); false when it had moved on. */
   #finish(
-    id: string,
+    task: TaskKey,
     from: TaskStatus,
     fields: Partial<McpTasksTable> & { status: 'completed' | 'failed' | 'cancelled' },
   ): Promise<boolean> {
     const { lease_until: claim, ...rest } = fields;
     return this.#transition(
-      id,
+      task,
       from,
       { ...rest, input_requests: null, runner: null, lease_until: null },
       claim ?? undefined,
     );
   }
 
-  /** Moves a task on from `from`, as one conditional write: of racing instances, exactly one succeeds. */
-  async #transition(id: string, from: TaskStatus, fields: Partial<McpTasksTable>, claim?: string): Promise<boolean> {
+  /**
+   * Moves the owner's task on from `from`, as one conditional write: of racing instances, exactly one succeeds, and
+   * a task that is not the owner's is never touched.
+   */
+  async #transition(task: TaskKey, from: TaskStatus, fields: Partial<McpTasksTable>, claim?: string): Promise<boolean> {
     let query = this.deps.db
       .updateTable('mcp_tasks')
       .set({ ...fields, updated_at: this.#at() })
-      .where('id', '=', id)
+      .where('id', '=', task.id)
+      .where('owner', '=', task.owner)
       .where('status', '=', from);
     if (claim !== undefined) query = query.where('lease_until', '=', claim);
     const updated = await query.executeTakeFirst();
