@@ -303,6 +303,7 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
         responses: {
           200: { description: 'The answer (or, streamed, text/event-stream)', schema: MessageResponse },
           403: { description: 'Not permitted to chat' },
+          404: { description: 'No such conversation, or one you may not see' },
           429: { description: 'Rate limit or concurrent-stream limit exceeded' },
         },
         handler: ({ body, req, res }) => message(deps, req, res, body, body.stream ? 'sse' : 'json'),
@@ -327,6 +328,7 @@ export function restRoutes(deps: RestDeps): RouteGroup[] {
         responses: {
           200: { description: 'The answer, or a stream of events', schema: MessageResponse },
           403: { description: 'Not permitted to chat' },
+          404: { description: 'No such conversation, or one you may not see' },
           429: { description: 'Rate limit or concurrent-stream limit exceeded' },
         },
         handler: ({ body, req, res }) => {
