@@ -214,28 +214,29 @@ export class AuthService {
     if (!session && (await this.#evictedFrom(row.session_id, row.user_id))) throw sessionEvicted();
     const user = session && (await this.deps.users.get(row.user_id));
     if (!session || !user?.active) {
-      await this.revokeSession(row.session_id);
+      await this.revokeSession(row.user_id, row.session_id);
       throw new UnauthorizedError('The session has ended; log in again', { code: CallerErrorCode.InvalidToken });
     }
     // Only one of two concurrent exchanges of the same token may win; the loser is treated as reuse.
-    if (!(await store.markRefreshTokenUsed(this.deps.db, row.id, now.toISOString()))) {
+    if (!(await store.markRefreshTokenUsed(this.deps.db, row.user_id, row.id, now.toISOString()))) {
       return this.#reuseDetected(row.session_id, row.user_id, client);
     }
     await this.deps.sessions.touch(session.id, now.getTime());
     return this.#tokenPair(user, session.id, now.getTime());
   }
 
-  /** Ends a session and every token issued in it. */
-  async revokeSession(sessionId: string): Promise<boolean> {
+  /** Ends a session of the user's and every token issued in it. */
+  async revokeSession(userId: string, sessionId: string): Promise<boolean> {
     const existed = await this.deps.sessions.delete(sessionId);
-    await store.deleteSessionTokens(this.deps.db, sessionId);
+    await store.deleteSessionTokens(this.deps.db, userId, sessionId);
     return existed;
   }
 
   /** Ends the caller's current session (POST /auth/logout, SSO logout). */
   async logout(caller: Caller, client: ClientInfo, method: 'password' | 'sso' = 'password'): Promise<void> {
-    if (!caller.sessionId) return;
-    await this.revokeSession(caller.sessionId);
+    const userId = userIdOf(caller);
+    if (!caller.sessionId || userId === undefined) return;
+    await this.revokeSession(userId, caller.sessionId);
     await this.deps.audit.record({
       type: 'logout',
       actorId: actorOf(caller),
@@ -296,7 +297,7 @@ export class AuthService {
     if (session.userId !== userIdOf(caller)) {
       throw new ForbiddenError('You can revoke only your own sessions', { code: CallerErrorCode.AccessDenied });
     }
-    await this.revokeSession(id);
+    await this.revokeSession(session.userId, id);
     await this.deps.audit.record({
       type: 'session.revoked',
       actorId: actorOf(caller),
@@ -356,7 +357,7 @@ export class AuthService {
     }
     const user = await this.deps.users.get(session.userId);
     if (!user?.active) {
-      await this.revokeSession(session.id);
+      await this.revokeSession(session.userId, session.id);
       throw new UnauthorizedError('Session is invalid or has expired', { code: CallerErrorCode.InvalidToken });
     }
     await this.#touch(session);
@@ -401,7 +402,7 @@ export class AuthService {
   }
 
   async #reuseDetected(sessionId: string, userId: string, client: ClientInfo): Promise<never> {
-    await this.revokeSession(sessionId);
+    await this.revokeSession(userId, sessionId);
     this.deps.logger.warn({ event: 'refresh_token_reuse', user_id: userId }, 'refresh token reuse: session revoked');
     await this.deps.audit.record({
       type: 'refresh_token.reused',
