@@ -1,6 +1,5 @@
 import type { Kysely, Transaction } from 'kysely';
 import type { Database } from '../db/database.js';
-import type { ClientInfo } from './caller.js';
 
 /*
  * The erasure port: every module that keeps personal data contributes its part of the named erasure steps (right
@@ -18,8 +17,6 @@ export interface ErasureContext {
   readonly user: ErasureSubject;
   /** The keyed hash that stands for the user in what is kept (the audit log). */
   readonly pseudonym: string;
-  /** Who asked for the erasure (recorded with it). */
-  readonly client: ClientInfo;
   /** The erasure's transaction for steps inside it; the service's database handle for the others. */
   readonly db: Kysely<Database> | Transaction<Database>;
   /** What each step before this one removed, by step name. */

@@ -11,8 +11,11 @@ import { tokenRequest } from '../helpers/oauth.js';
 import { tablesContaining } from '../helpers/scan.js';
 import { describeWithService, probeRedis, REDIS_URL } from '../helpers/services.js';
 import {
+  CLIENT,
   EMAIL,
   type Footprint,
+  MARKER,
+  PRINCIPAL,
   STEP_ORDER,
   USERNAME,
   failOnce,
@@ -30,7 +33,8 @@ afterEach(async () => {
 });
 
 async function start(env: Record<string, string> = {}, overrides: AppOverrides = {}) {
-  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', ...env }, overrides);
+  // Behind a proxy on the loopback, so that requests can come from the footprint's CLIENT address.
+  const app = await startTestApp({ ADMIN_PASSWORD: 'bootstrap-secret-1', TRUST_PROXY: 'loopback', ...env }, overrides);
   apps.push(app);
   return app;
 }
@@ -120,6 +124,14 @@ describe('DELETE /api/v1/users/me', () => {
     expect(await tablesContaining(app.infrastructure.db, conversationId)).toEqual(
       expect.arrayContaining([...checkpointTables, 'messages']),
     );
+    // So can it find where the user's requests came from, and what they typed into names.
+    expect(await tablesContaining(app.infrastructure.db, CLIENT.ip)).toEqual(
+      expect.arrayContaining(['audit_log', 'consents']),
+    );
+    expect(await tablesContaining(app.infrastructure.db, CLIENT.userAgent)).toEqual(['audit_log', 'consents']);
+    expect(await tablesContaining(app.infrastructure.db, MARKER)).toEqual(
+      expect.arrayContaining(['api_keys', 'audit_log', 'service_principals', 'workflows']),
+    );
 
     const res = await erase(app, footprint.tokens[0]!);
     expect(res.status).toBe(200);
@@ -128,8 +140,9 @@ describe('DELETE /api/v1/users/me', () => {
       deletion_timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown,
       deleted_items: {
         checkpoints: 1,
-        // Ownership of the conversation, the principal and the user's own: role, group, acts_as from bob's helper.
-        authorization_tuples: 5,
+        // Ownership of the conversation, the workflow and the principal, and the user's own: role, group, acts_as
+        // from bob's helper.
+        authorization_tuples: 6,
         // The failed login by email, and the MCP request and tool-call windows.
         rate_limit_counters: 3,
         refresh_tokens: 3,
@@ -138,7 +151,7 @@ describe('DELETE /api/v1/users/me', () => {
         service_principals: 1,
         conversations: 1,
         playground_sessions: 0,
-        workflows: 0,
+        workflows: 1,
         mcp_tasks: 0,
         preferences: 1,
         consents: 3,
@@ -150,7 +163,7 @@ describe('DELETE /api/v1/users/me', () => {
     });
     expect((res.body.anonymized_items as { audit_logs: number }).audit_logs).toBeGreaterThanOrEqual(10);
 
-    expect(await whereTheUserRemains(app, user)).toEqual(nowhere(user));
+    expect(await whereTheUserRemains(app, user)).toEqual(nowhere(app, user));
     expect(await tablesContaining(app.infrastructure.db, conversationId)).toEqual([]);
     // What is kept names the user by the keyed hash, and the erasure itself is recorded under it.
     const pseudonym = await app.services.audit.pseudonym(user.id);
@@ -165,6 +178,37 @@ describe('DELETE /api/v1/users/me', () => {
     expect(items.map((e) => e.event_type)).toEqual(
       expect.arrayContaining(['login.failed', 'login.succeeded', 'api_key.created', 'consent.changed']),
     );
+    // The trail keeps what happened, when, and how it ended, under the pseudonym; not where from, nor any name.
+    for (const event of items) {
+      expect(event).toMatchObject({ ip_address: null, user_agent: null });
+      expect(Object.keys(event.details).filter((key) => /_id$|name/.test(key))).toEqual([]);
+    }
+    expect(items.find((e) => e.event_type === 'service_principal.created')).toMatchObject({
+      actor_id: pseudonym,
+      details: { authentication_mode: 'client_credentials' },
+    });
+    expect(items.find((e) => e.event_type === 'login.failed')).toMatchObject({
+      actor_id: null,
+      subject_id: pseudonym,
+      details: { method: 'password', reason: 'invalid_credentials' },
+    });
+    // The principal the user named is kept as a pseudonym of its own, its login and the failed attempt without
+    // where they came from.
+    const principalEvents = (await app.services.audit.list({}, { offset: 0, limit: 1000 })).items.filter(
+      (e) => e.event_type === 'client_credentials.failed' || e.actor_id?.startsWith('service_principal:anon:'),
+    );
+    expect(principalEvents.map((e) => [e.event_type, e.actor_id, e.ip_address, e.user_agent, e.details])).toEqual([
+      [
+        'login.succeeded',
+        `service_principal:${await app.services.audit.pseudonym(`service_principal:${PRINCIPAL.id}`)}`,
+        null,
+        null,
+        { method: 'client_credentials' },
+      ],
+      ['client_credentials.failed', null, null, null, {}],
+    ]);
+    // Bob's own events keep his address and user agent.
+    expect((await app.services.audit.eventsOf(footprint.bob.user.id)).map((e) => e.ip_address)).toContain('127.0.0.1');
 
     await expectCredentialsRefused(app, footprint);
     // Bob's principal stays, no longer acting for anyone.
@@ -222,7 +266,7 @@ describe('a failed erasure', () => {
 
     const retried = await erase(app, token);
     expect(retried.status).toBe(200);
-    expect(await whereTheUserRemains(app, footprint.user)).toEqual(nowhere(footprint.user));
+    expect(await whereTheUserRemains(app, footprint.user)).toEqual(nowhere(app, footprint.user));
     await expectCredentialsRefused(app, footprint);
   });
 });
@@ -252,7 +296,7 @@ describeWithService('erasure with the session store and counters in Redis', awai
     ]);
 
     expect((await erase(app, footprint.tokens[0]!)).status).toBe(200);
-    expect(await whereTheUserRemains(app, footprint.user)).toEqual(nowhere(footprint.user));
+    expect(await whereTheUserRemains(app, footprint.user)).toEqual(nowhere(app, footprint.user));
     await expectCredentialsRefused(app, footprint);
   });
 
@@ -262,7 +306,7 @@ describeWithService('erasure with the session store and counters in Redis', awai
     const failed = await erase(app, footprint.tokens[0]!);
     expect(failed.body.detail).toBe('Account erasure failed at step "sessions". Repeat the request to complete it.');
     expect((await erase(app, footprint.tokens[0]!)).status).toBe(200);
-    expect(await whereTheUserRemains(app, footprint.user)).toEqual(nowhere(footprint.user));
+    expect(await whereTheUserRemains(app, footprint.user)).toEqual(nowhere(app, footprint.user));
   });
 });
 
@@ -286,7 +330,7 @@ describeWithService('erasure on PostgreSQL', postgres.availability, () => {
     expect(await checkpoints()).toBeGreaterThan(0);
 
     expect((await erase(app, footprint.tokens[0]!)).status).toBe(200);
-    expect(await whereTheUserRemains(app, footprint.user)).toEqual(nowhere(footprint.user));
+    expect(await whereTheUserRemains(app, footprint.user)).toEqual(nowhere(app, footprint.user));
     expect(await checkpoints()).toBe(0);
     await expectCredentialsRefused(app, footprint);
   });

@@ -153,25 +153,66 @@ export class AuditService implements AuditRecorder {
   }
 
   /**
-   * Replaces the user's id by its pseudonym in every event, and, in event details, every value naming the user:
-   * their id or one of `aliases` (username, email), compared whole and case-insensitively, bare or as
-   * `user:<value>`. Returns how many events changed.
+   * Erasure: what the log keeps of a person is what the trail needs — which event, when, its outcome, and who acted
+   * as a pseudonym — and nothing that identifies or describes them. So:
    *
-   * The hash key is read through the service's own handle: when `db` is a transaction on SQLite (a single
-   * connection), call `pseudonym()` once before opening it.
+   * - every event the user did or that concerns them (actor or subject) loses its address and user agent, and
+   *   keeps only the details in the service's own vocabulary (`KEPT_DETAILS`); the user's id becomes `pseudonym`;
+   * - so do the events of the service principals the user created (a principal's id is the name the user gave it),
+   *   for as long as the user had them; the principal's id becomes a pseudonym of its own;
+   * - in anyone else's events, a detail naming the user — their id or one of `aliases` (username, email), compared
+   *   whole and case-insensitively, bare or as `user:<value>` — becomes the pseudonym.
+   *
+   * Returns how many events changed. The hash key is read through the service's own handle: when `db` is a
+   * transaction on SQLite (a single connection), call `pseudonym()` once before opening it.
    */
   async anonymize(userId: string, db: Executor = this.db, aliases: string[] = []): Promise<number> {
     const pseudonym = await this.pseudonym(userId);
     const changed = new Set<string>();
+
+    const own = await db
+      .selectFrom('audit_log')
+      .select(['id', 'type', 'actor_id', 'details'])
+      .where((eb) => eb.or([eb('actor_id', '=', userId), eb('subject_id', '=', userId)]))
+      .orderBy('id')
+      .execute();
+    const principals = principalsOf(own, userId);
+    await this.#scrub(db, own);
     for (const column of ['actor_id', 'subject_id'] as const) {
-      const rows = await db.selectFrom('audit_log').select('id').where(column, '=', userId).execute();
-      if (rows.length === 0) continue;
-      for (const row of rows) changed.add(row.id);
       await db
         .updateTable('audit_log')
         .set({ [column]: pseudonym })
         .where(column, '=', userId)
         .execute();
+    }
+    for (const row of own) changed.add(row.id);
+
+    for (const [serviceId, spans] of principals) {
+      const subject = `service_principal:${serviceId}`;
+      const rows = (
+        await db
+          .selectFrom('audit_log')
+          .select(['id', 'type', 'actor_id', 'details'])
+          .where((eb) =>
+            eb.or([
+              eb('actor_id', '=', subject),
+              eb.and([eb('type', '=', 'client_credentials.failed'), eb('details', 'like', `%${serviceId}%`)]),
+            ]),
+          )
+          .execute()
+      ).filter(
+        (row) =>
+          (row.actor_id === subject || detailsOf(row).service_id === serviceId) &&
+          spans.some(([from, to]) => row.id >= from && (to === undefined || row.id <= to)),
+      );
+      if (rows.length === 0) continue;
+      await this.#scrub(db, rows);
+      const ids = rows.filter((row) => row.actor_id === subject).map((row) => row.id);
+      const principalPseudonym = `service_principal:${await this.pseudonym(subject)}`;
+      for (const chunk of chunksOf(ids)) {
+        await db.updateTable('audit_log').set({ actor_id: principalPseudonym }).where('id', 'in', chunk).execute();
+      }
+      for (const row of rows) changed.add(row.id);
     }
 
     const names = [...new Set([userId, ...aliases].filter((a) => a.length > 0).map((a) => a.toLowerCase()))];
@@ -182,7 +223,7 @@ export class AuditService implements AuditRecorder {
       .where((eb) => eb.or(names.map((name) => eb(eb.fn<string>('lower', ['details']), 'like', `%${name}%`))))
       .execute();
     for (const row of candidates) {
-      const details = JSON.parse(row.details) as Record<string, unknown>;
+      const details = detailsOf(row);
       let scrubbed = false;
       for (const [key, value] of Object.entries(details)) {
         if (typeof value !== 'string') continue;
@@ -203,4 +244,86 @@ export class AuditService implements AuditRecorder {
     }
     return changed.size;
   }
+
+  /** Drops the address, user agent and every detail outside `KEPT_DETAILS` of these events. */
+  async #scrub(db: Executor, rows: readonly { id: string; details: string }[]): Promise<void> {
+    // Events mostly keep one of a few detail sets ({method: 'password'}, {}…): one statement per set, not per event.
+    const byDetails = new Map<string, string[]>();
+    for (const row of rows) {
+      const kept = JSON.stringify(
+        Object.fromEntries(Object.entries(detailsOf(row)).filter(([key]) => KEPT_DETAILS.has(key))),
+      );
+      byDetails.set(kept, [...(byDetails.get(kept) ?? []), row.id]);
+    }
+    for (const [details, ids] of byDetails) {
+      for (const chunk of chunksOf(ids)) {
+        await db
+          .updateTable('audit_log')
+          .set({ ip_address: null, user_agent: null, details })
+          .where('id', 'in', chunk)
+          .execute();
+      }
+    }
+  }
+}
+
+/**
+ * The details an erased person's events keep: how, why, which kind, how many — values from the service's own
+ * vocabulary that say what happened. Everything else goes: ids (a service principal's is the name its owner gave
+ * it), names, addresses, anything a person typed. A new detail is dropped on erasure until it is listed here.
+ */
+const KEPT_DETAILS: ReadonlySet<string> = new Set([
+  'method',
+  'reason',
+  'consent_type',
+  'granted',
+  'format',
+  'fields',
+  'authentication_mode',
+  'inherit_permissions',
+  'generation',
+  'grace_period_hours',
+  'max_concurrent',
+  'deactivated',
+  'password_changed',
+  'members',
+  'members_added',
+  'members_removed',
+]);
+
+/** Ids per statement: well under SQLite's and PostgreSQL's limits on bound parameters. */
+const CHUNK = 500;
+
+function chunksOf<T>(items: readonly T[]): T[][] {
+  const chunks: T[][] = [];
+  for (let i = 0; i < items.length; i += CHUNK) chunks.push(items.slice(i, i + CHUNK));
+  return chunks;
+}
+
+function detailsOf(row: { details: string }): Record<string, unknown> {
+  return JSON.parse(row.details) as Record<string, unknown>;
+}
+
+/**
+ * The service principals the user created, each with the spans of event ids during which the user had it: from its
+ * creation to its deletion by the user, or to now. A principal's id may be taken again by someone else once it is
+ * deleted, and that principal's events are not the user's. Event ids (UUIDv7) sort in the order they were recorded.
+ */
+function principalsOf(
+  own: readonly { id: string; type: string; actor_id: string | null; details: string }[],
+  userId: string,
+): Map<string, [string, string | undefined][]> {
+  const spans = new Map<string, [string, string | undefined][]>();
+  for (const row of own) {
+    if (row.actor_id !== userId || !row.type.startsWith('service_principal.')) continue;
+    const serviceId = detailsOf(row).service_id;
+    if (typeof serviceId !== 'string') continue;
+    const list = spans.get(serviceId) ?? [];
+    spans.set(serviceId, list);
+    const open = list.at(-1);
+    // Any event of the user's about the principal opens a span when none is open (its creation, normally).
+    if (open === undefined || open[1] !== undefined) list.push([row.id, undefined]);
+    if (row.type === 'service_principal.deleted') list.at(-1)![1] = row.id;
+  }
+  return spans;
 }

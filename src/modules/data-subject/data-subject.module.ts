@@ -56,13 +56,13 @@ function ownErasureParts(audit: AuditService): ErasurePart[] {
     { step: 'consents', run: ({ user, db }) => store.deleteConsents(db, user.id) },
     {
       step: 'erasure_record',
-      async run({ pseudonym, client, counts, db, recordId }) {
+      async run({ pseudonym, counts, db, recordId }) {
+        // Like every other event of the erased person, the record keeps no address or user agent: they would
+        // identify whoever the pseudonym stands for.
         await audit.append(
           {
             type: 'account.erased',
             actorId: pseudonym,
-            ipAddress: client.ip,
-            userAgent: client.userAgent,
             details: counts,
           },
           db,

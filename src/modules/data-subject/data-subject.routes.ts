@@ -287,7 +287,7 @@ export function dataSubjectRoutes(deps: { dataSubject: DataSubjectService; erasu
               code: CommonErrorCode.Validation,
             });
           }
-          const result = await erasure.erase(caller.userId, clientInfo(req));
+          const result = await erasure.erase(caller.userId);
           clearSessionCookie(res); // its session is gone; the browser need not keep sending it
           return result;
         },

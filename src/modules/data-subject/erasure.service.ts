@@ -3,7 +3,7 @@ import type { Database } from '../../db/database.js';
 import { AppError, CommonErrorCode, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { AuditService } from '../audit/index.js';
-import { CallerErrorCode, type ClientInfo } from '../../ports/caller.js';
+import { CallerErrorCode } from '../../ports/caller.js';
 import type { ErasureContext, ErasureStep, ErasureSubject } from '../../ports/erasure.js';
 import type { UsersService } from '../users/index.js';
 
@@ -80,14 +80,17 @@ export class ErasureService {
     this.now = deps.now ?? (() => new Date());
   }
 
-  async erase(userId: string, client: ClientInfo): Promise<DeletionResult> {
+  /**
+   * Erases the user. Where the request came from is not taken: the erasure's own record keeps no address or user
+   * agent of the person it erases.
+   */
+  async erase(userId: string): Promise<DeletionResult> {
     const user = await this.deps.users.get(userId);
     if (!user) throw new UnauthorizedError('No such user', { code: CallerErrorCode.InvalidToken });
     const base = {
       user: { id: user.id, username: user.username, email: user.email },
       // Computed before the transaction: on SQLite, reading the hash key inside it would wait for itself.
       pseudonym: await this.deps.audit.pseudonym(user.id),
-      client,
       recordId: this.deps.audit.newId(),
     };
     const counts: Record<string, number> = {};
