@@ -220,7 +220,10 @@ export class McpTasks {
     if (key === undefined) return;
     const response = readAnswer(responses[key]);
     if (response.kind === 'invalid')
-      throw new CatalogError(INVALID_PARAMS, `The response to ${key} must accept with a string "${ANSWER_FIELD}"`);
+      throw new CatalogError(
+        INVALID_PARAMS,
+        `The response to ${key} must accept with an "${ANSWER_FIELD}" of text, at most ${HUMAN_ANSWER_MAX_LENGTH} characters`,
+      );
     if (response.kind === 'declined') {
       await this.cancel(caller, id, 'The question was declined');
       return;
@@ -236,8 +239,19 @@ export class McpTasks {
     });
     // Another instance took the same answer first.
     if (!claimed) return;
-    const { workflow_id: workflowId, run_id: runId } = row;
-    this.#drive(row, (signal) => workflows.resume(caller, workflowId, runId, response.answer, signal));
+    const { workflow_id: workflowId, run_id: runId, status_message: question } = row;
+    this.#drive(row, (signal) =>
+      workflows.resume(caller, workflowId, runId, response.answer, signal).catch((thrown: unknown) => {
+        // The run could not go on with the answer and says it still waits for one: so does the task, asking again.
+        const error = toAppError(thrown);
+        if (error.extra?.status !== 'waiting') throw thrown;
+        return {
+          content: [{ type: 'text', text: error.message }],
+          structuredContent: { workflow_id: workflowId, run_id: runId, status: 'waiting', question: question ?? '' },
+          isError: false,
+        };
+      }),
+    );
   }
 
   /** Cancels the caller's task: its run stops, wherever it runs. A finished task stays as it was. */

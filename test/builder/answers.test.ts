@@ -201,6 +201,40 @@ describe('answers to a human step (MCP)', () => {
     expect(await readRun(alice, base)).toMatchObject({ status: 'completed', path: ['start', 'ask', 'reply', 'end'] });
   });
 
+  it('a task whose run cannot go on with a good answer asks again, and its run still waits as it was', async () => {
+    const { app, alice } = await setUp();
+    const { tool, id } = await publish(alice, askThenAnswer());
+    const created = await postModern(
+      app,
+      alice.token,
+      'tools/call',
+      { name: tool, arguments: { input: 'Hello' } },
+      TASKS_CAPABILITY,
+    );
+    const taskId = created.result!.taskId as string;
+    const first = await taskUntil(app, alice.token, taskId, 'input_required');
+    const [run] = (await alice.at('builder').get<Json[]>(`/api/builder/workflows/${id}/runs`)).body;
+    const base = `/api/builder/workflows/${id}/runs/${run!.run_id as string}`;
+    const answer = async (task: Json, text: string) => {
+      const [key] = Object.keys(task.inputRequests as Json);
+      const inputResponses = { [key!]: { action: 'accept', content: { answer: text } } };
+      const ack = await postModern(app, alice.token, 'tasks/update', { taskId, inputResponses }, TASKS_CAPABILITY);
+      expect(ack.result).toMatchObject({ resultType: 'complete' });
+    };
+
+    await hideCheckpoints(app, true);
+    await answer(first, 'blue otters');
+    const again = await taskUntil(app, alice.token, taskId, 'input_required');
+    expect(again).toMatchObject({ statusMessage: 'What should I say?' });
+    expect(await readRun(alice, base)).toMatchObject(asWaiting(run!));
+
+    await hideCheckpoints(app, false);
+    await answer(again, 'blue otters');
+    const done = await taskUntil(app, alice.token, taskId, 'completed');
+    expect(((done.result as Json).structuredContent as Json).output).toMatch(/you said "blue otters"/);
+    expect(await readRun(alice, base)).toMatchObject({ status: 'completed', path: ['start', 'ask', 'reply', 'end'] });
+  });
+
   it('the retry of an input_required question takes the empty answer', async () => {
     const { app, alice } = await setUp();
     const { tool, id } = await publish(alice, askThenAnswer());
