@@ -129,9 +129,9 @@ export class WorkflowRuns {
     const run = await findRun(this.deps.db, workflowId, runId);
     if (!run) throw runNotFound(runId);
     const at = this.deps.now().toISOString();
-    if (run.status !== 'waiting' || !(await claimRun(this.deps.db, run.id, 'waiting', to, at)))
+    if (run.status !== 'waiting' || !(await claimRun(this.deps.db, run, 'waiting', to, at)))
       throw runNotWaiting((await findRun(this.deps.db, workflowId, runId))?.status ?? run.status);
-    await updateRun(this.deps.db, run.id, { question: null, waiting_node: null, ...fields });
+    await updateRun(this.deps.db, run, { question: null, waiting_node: null, ...fields });
     return {
       before: run,
       claimed: { ...run, ...fields, status: to, question: null, waiting_node: null, updated_at: at },
@@ -212,7 +212,7 @@ export class WorkflowRuns {
       const question = state.tasks.flatMap((task) => task.interrupts ?? []).at(0)?.value as HumanQuestion | undefined;
       const at = deps.now().toISOString();
       if (question) {
-        await updateRun(deps.db, run.id, {
+        await updateRun(deps.db, run, {
           status: 'waiting',
           question: question.question,
           waiting_node: question.node,
@@ -226,7 +226,7 @@ export class WorkflowRuns {
       const output = values.vars?.output;
       const text =
         output === undefined || output === null ? null : typeof output === 'string' ? output : JSON.stringify(output);
-      await updateRun(deps.db, run.id, {
+      await updateRun(deps.db, run, {
         status: 'completed',
         output: text,
         path: JSON.stringify(path),
@@ -239,7 +239,7 @@ export class WorkflowRuns {
       // A resume that failed before its human node took the answer lost nothing: the checkpoint still waits there,
       // so the run does too, with its question and path as they were, for the answer to be given again.
       if (asked && failure.code === 'internal_error' && !finished.includes(asked.node)) {
-        await updateRun(deps.db, run.id, {
+        await updateRun(deps.db, run, {
           status: 'waiting',
           question: asked.question,
           waiting_node: asked.node,
@@ -258,7 +258,7 @@ export class WorkflowRuns {
       }
       const checkpointed = await this.#checkpointedPath(config).catch(() => []);
       const path = checkpointed.length >= finished.length ? checkpointed : finished;
-      await updateRun(deps.db, run.id, {
+      await updateRun(deps.db, run, {
         status: failure.status,
         error: failure.message,
         path: JSON.stringify(path),

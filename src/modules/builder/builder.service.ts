@@ -26,6 +26,7 @@ import {
   listVersions,
   listWorkflows,
   runIdsOf,
+  setToolName,
   workflowIdsOwnedBy,
 } from './builder.store.js';
 import type { VersionSource } from './builder.tables.js';
@@ -217,15 +218,14 @@ export class BuilderService {
   async publish(caller: Caller, id: string): Promise<{ published: true; tool_name: string }> {
     const row = await this.access(caller, id, 'editor');
     const toolName = row.tool_name ?? toolNameFor(row.id, row.name);
-    if (row.tool_name === null)
-      await this.deps.db.updateTable('workflows').set({ tool_name: toolName }).where('id', '=', row.id).execute();
+    if (row.tool_name === null) await setToolName(this.deps.db, row.id, toolName);
     this.deps.catalog.put(publishedEntry(row.id, toolName, await this.#definition(row.id, row.current_version)));
     return { published: true, tool_name: toolName };
   }
 
   async unpublish(caller: Caller, id: string): Promise<void> {
     const row = await this.access(caller, id, 'editor');
-    await this.deps.db.updateTable('workflows').set({ tool_name: null }).where('id', '=', row.id).execute();
+    await setToolName(this.deps.db, row.id, null);
     this.deps.catalog.remove(row.id);
   }
 

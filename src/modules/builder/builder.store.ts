@@ -6,7 +6,17 @@ export type Executor = Kysely<Database> | Transaction<Database>;
 export type WorkflowRow = Selectable<WorkflowsTable>;
 export type VersionRow = Selectable<WorkflowVersionsTable>;
 export type RunRow = Selectable<WorkflowRunsTable>;
+/** A run as every write on it names it: by its id and its workflow. */
+export type RunKey = Pick<RunRow, 'id' | 'workflow_id'>;
 
+/*
+ * Who may reach a workflow is decided by relationship tuples (owner, editors, viewers, executors, groups), which no
+ * statement can join, so the service admits a caller to a workflow first (`BuilderService.access`). What hangs off
+ * a workflow — its versions, tags and runs — is then reached only through that workflow: every statement on them
+ * names the workflow id, never a version or run id alone. Statements by `owner` are the user's erasure and export.
+ */
+
+/** A workflow by id; whether the caller may see it is the service's check (`access`), on the tuples. */
 export function findWorkflow(db: Executor, id: string): Promise<WorkflowRow | undefined> {
   return db.selectFrom('workflows').selectAll().where('id', '=', id).executeTakeFirst();
 }
@@ -110,12 +120,19 @@ export async function listWorkflows(
  * database that does not enforce them.
  */
 export async function deleteWorkflow(db: Executor, id: string): Promise<void> {
+  // Keyed by workflow alone by design: the service deletes only a workflow `access` admitted as owner.
   await db.deleteFrom('workflows').where('id', '=', id).execute();
   await db.deleteFrom('workflow_runs').where('workflow_id', '=', id).execute();
   await db.deleteFrom('workflow_versions').where('workflow_id', '=', id).execute();
   await db.deleteFrom('workflow_tags').where('workflow_id', '=', id).execute();
 }
 
+/** Publishes the workflow under `toolName`, or withdraws it (null): a workflow `access` admitted as editor. */
+export async function setToolName(db: Executor, id: string, toolName: string | null): Promise<void> {
+  await db.updateTable('workflows').set({ tool_name: toolName }).where('id', '=', id).execute();
+}
+
+/** The workflows the user created (their erasure and export). */
 export function workflowIdsOwnedBy(db: Executor, owner: string): Promise<string[]> {
   return db
     .selectFrom('workflows')
@@ -158,20 +175,36 @@ export function listRuns(db: Executor, workflowId: string, limit: number): Promi
     .execute();
 }
 
+/** Changes a run of the workflow. */
 export async function updateRun(
   db: Executor,
-  id: string,
+  run: RunKey,
   changes: Partial<Omit<RunRow, 'id' | 'workflow_id' | 'version' | 'started_by' | 'created_at'>>,
 ): Promise<void> {
-  await db.updateTable('workflow_runs').set(changes).where('id', '=', id).execute();
+  await db
+    .updateTable('workflow_runs')
+    .set(changes)
+    .where('id', '=', run.id)
+    .where('workflow_id', '=', run.workflow_id)
+    .execute();
 }
 
-/** Moves a run from one status to another, only if it is still in the first: false when someone else got there. */
-export async function claimRun(db: Executor, id: string, from: RunStatus, to: RunStatus, at: string): Promise<boolean> {
+/**
+ * Moves a run of the workflow from one status to another, only if it is still in the first: false when someone else
+ * got there (or it is no run of that workflow).
+ */
+export async function claimRun(
+  db: Executor,
+  run: RunKey,
+  from: RunStatus,
+  to: RunStatus,
+  at: string,
+): Promise<boolean> {
   const result = await db
     .updateTable('workflow_runs')
     .set({ status: to, updated_at: at })
-    .where('id', '=', id)
+    .where('id', '=', run.id)
+    .where('workflow_id', '=', run.workflow_id)
     .where('status', '=', from)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;

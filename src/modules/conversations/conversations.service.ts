@@ -167,6 +167,11 @@ export class ConversationsService {
     return toConversation(row);
   }
 
+  /**
+   * The conversation's messages. Keyed by conversation alone by design: reading one is decided by relationship
+   * tuples (a viewer need not be the owner, and a principal may act for the owner), which no statement can join;
+   * call it only with a conversation `access` admitted.
+   */
   async messages(id: string): Promise<StoredMessage[]> {
     const rows = await this.db
       .selectFrom('messages')
@@ -178,7 +183,10 @@ export class ConversationsService {
     return rows.map(toMessage);
   }
 
-  /** Appends messages in order and adds their token counts to the conversation's. */
+  /**
+   * Appends messages in order and adds their token counts to the conversation's. Keyed by conversation alone, as
+   * `messages` is: call it only with a conversation `access` admitted as `owner`.
+   */
   async append(id: string, messages: NewMessage[]): Promise<void> {
     if (messages.length === 0) return;
     const at = this.now().toISOString();
@@ -271,7 +279,7 @@ export class ConversationsService {
   }
 
   /**
-   * Erasure: deletes the subject's conversations and their messages through `db` (the erasure's transaction);
+   * Erasure (by owner): deletes the subject's conversations and their messages through `db` (the erasure's transaction);
    * returns how many conversations. Their checkpoints and tuples live elsewhere and are the caller's to remove.
    */
   async deleteAllOwnedBy(owner: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
