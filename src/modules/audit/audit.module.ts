@@ -21,7 +21,8 @@ export function createAuditModule(deps: AuditModuleDeps): Module<AuditService> {
     name: 'audit',
     service,
     routes: { main: [auditRoutes({ audit: service, authz: deps.authz })] },
-    // The log is kept; the person in it is replaced by a pseudonym, and their login names by nothing.
+    // The log is kept, and the person in it is replaced by a pseudonym; their addresses, user agents, login names
+    // and the names they gave things go (see `AuditService.anonymize`).
     erasure: [
       {
         step: 'audit_logs',
