@@ -80,9 +80,15 @@ export function builderRunRoutes(deps: BuilderWireDeps): RouteGroup {
         request: { params: params.extend({ run_id: z.string().min(1).max(64) }), body: ResumeRequest },
         responses: {
           200: { description: 'The run, or a stream of its events', schema: Run },
+          400: { description: 'An answer a human step does not take (not text, or too long): the run still waits' },
           404: { description: 'No such workflow or run of yours' },
           409: { description: 'The run is not waiting for an answer' },
           429: { description: 'Too many concurrent streams' },
+          503: {
+            description:
+              'The run could not go on with the answer (`WORKFLOW_ANSWER_NOT_TAKEN`): it still waits, as it was, ' +
+              'to be answered again',
+          },
         },
         handler: async ({ params, body, req, res }) => {
           const caller = callerOf(req);
