@@ -2,6 +2,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { sql } from 'kysely';
 import { describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
+import type { Caller } from '../../src/ports/caller.js';
 import { closeAfterEach } from '../helpers/app.js';
 import { type Json, type SignedIn, startTestClient } from '../helpers/client.js';
 import { TASKS_CAPABILITY, connectModernClient, postModern, sdkTransports } from '../helpers/mcp.js';
@@ -125,6 +126,32 @@ describe('answers to a human step (REST resume)', () => {
       status: 'completed',
       path: ['start', 'research', 'needs_search', 'lookup', 'review', 'decide', 'end'],
     });
+  });
+});
+
+describe('answers to a human step (the run service)', () => {
+  it('refuses, whichever way an answer comes in, one a human step does not take, before the run changes', async () => {
+    const { app, alice } = await setUp();
+    const { id, runId, base, waiting } = await waitingRun(alice, askThenAnswer());
+    const caller: Caller = {
+      kind: 'user',
+      subject: `user:${alice.id}`,
+      username: alice.username,
+      roles: [],
+      sessionId: undefined,
+      via: 'bearer',
+    };
+    const { runs } = app.services.builder;
+    for (const answer of [7, undefined, { answer: 'ok' }, 'x'.repeat(20_001)]) {
+      await expect(runs.resume(caller, id, runId, answer)).rejects.toMatchObject({
+        status: 400,
+        code: 'WORKFLOW_INVALID_ANSWER',
+        message: expect.stringMatching(/The run still waits for an answer$/) as unknown,
+      });
+    }
+    expect(await readRun(alice, base)).toMatchObject(asWaiting(waiting));
+    const done = await runs.complete(await runs.resume(caller, id, runId, ''), new AbortController().signal);
+    expect(done).toMatchObject({ status: 'completed', path: ['start', 'ask', 'reply', 'end'] });
   });
 });
 
