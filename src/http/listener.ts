@@ -1,6 +1,6 @@
 import { type Server, type ServerResponse, createServer } from 'node:http';
 import { type AddressInfo, Server as NetServer } from 'node:net';
-import express, { type RequestHandler, type Router } from 'express';
+import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
 import { CommonErrorCode, ServiceUnavailableError } from '../errors.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { Audience } from '../ports/caller.js';
@@ -25,8 +25,11 @@ export interface ListenerAppOptions {
   groups: RouteGroup[];
   /** Route groups that answer from the first moment (probes, metrics). */
   alwaysOn?: RouteGroup[];
-  /** Routers outside the route registry (documentation pages, static front ends). */
-  extra?: Router[];
+  /**
+   * Routers outside the route registry (documentation pages, static front ends), and error handlers that answer
+   * refusals on their paths in their own shape (ahead of the area renderer).
+   */
+  extra?: (Router | ErrorRequestHandler)[];
   /** The authentication middleware for routes of an audience (MCP routes also accept MCP-bound tokens). */
   authenticate?: (audience: Audience) => RequestHandler;
   /** Runs before everything else (Host and Origin checks). */

@@ -1,4 +1,4 @@
-import type { Router } from 'express';
+import type { ErrorRequestHandler, Router } from 'express';
 import type { ListenerName } from '../http/listener.js';
 import type { RouteGroup } from '../http/route.js';
 import type { ExportPart } from './data-export.js';
@@ -21,8 +21,11 @@ export interface Module<Service> {
   readonly routes?: ListenerRoutes;
   /** Routes that answer from the first moment (the health probes). */
   readonly openRoutes?: ListenerRoutes;
-  /** What a listener serves outside the route registry (a web UI's static files), from the first moment. */
-  readonly pages?: Partial<Record<ListenerName, Router[]>>;
+  /**
+   * What a listener serves outside the route registry (a web UI's static files), from the first moment; an error
+   * handler among them renders, in its own shape, what the listener refused on its paths before routing.
+   */
+  readonly pages?: Partial<Record<ListenerName, (Router | ErrorRequestHandler)[]>>;
   /** Checks of the dependencies the module brought (reported by the health probes). */
   readonly healthChecks?: HealthCheck[];
   /** What erasing a user removes from what this module keeps (its parts of the named erasure steps). */

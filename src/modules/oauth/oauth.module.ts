@@ -6,7 +6,7 @@ import type { AuditRecorder } from '../../ports/audit.js';
 import { mcpResourceUrl } from '../../ports/caller.js';
 import type { Module } from '../../ports/module.js';
 import type { User } from '../users/index.js';
-import { type OAuthRouteDeps, oauthEndpoints, oauthProvider, oauthRoutes } from './oauth.routes.js';
+import { type OAuthRouteDeps, oauthEndpoints, oauthProvider, oauthRefusals, oauthRoutes } from './oauth.routes.js';
 import { ClientMetadataDocuments } from './client-metadata.js';
 import {
   type IssueAccessToken,
@@ -77,7 +77,7 @@ export function createOAuthModule(deps: OAuthModuleDeps): Module<OAuthService> {
     name: 'oauth',
     service,
     routes: { main: oauthRoutes(routeDeps) },
-    pages: { main: [oauthEndpoints(routeDeps, oauthProvider(routeDeps))] },
+    pages: { main: [oauthEndpoints(routeDeps, oauthProvider(routeDeps)), oauthRefusals()] },
     erasure: [{ step: 'oauth_grants', run: ({ user, db }) => service.deleteGrantsOf(user.id, db) }],
     exports: [{ section: 'oauth_grants', collect: (userId) => service.listGrants(userId) }],
   };

@@ -1,13 +1,20 @@
 import type { OAuthServerProvider } from '@modelcontextprotocol/sdk/server/auth/provider.js';
+import { InvalidRequestError } from '@modelcontextprotocol/sdk/server/auth/errors.js';
 import { authorizationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/authorize.js';
 import { clientRegistrationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/register.js';
 import { revocationHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/revoke.js';
 import { tokenHandler } from '@modelcontextprotocol/sdk/server/auth/handlers/token.js';
 import { parse as parseCookies } from 'cookie';
-import express, { type Request, type RequestHandler, type Response, type Router } from 'express';
+import express, {
+  type ErrorRequestHandler,
+  type Request,
+  type RequestHandler,
+  type Response,
+  type Router,
+} from 'express';
 import { z } from 'zod';
 import type { CounterStore } from '../../adapters/counters/port.js';
-import { RateLimitError, UnauthorizedError } from '../../errors.js';
+import { RateLimitError, UnauthorizedError, toAppError } from '../../errors.js';
 import { callerOf } from '../../http/authenticate.js';
 import { clientInfo } from '../../http/request-context.js';
 import { type RouteGroup, Reply, defineRoute } from '../../http/route.js';
@@ -105,6 +112,24 @@ function perAddress(counters: CounterStore, name: string, max: number, windowMs:
       },
       (error: unknown) => next(error),
     );
+  };
+}
+
+/**
+ * What the listener refused before the SDK's endpoints were reached (a malformed JSON body, one too large or in an
+ * unsupported encoding, a foreign Origin), answered as the OAuth error body their clients read (RFC 6749 §5.2), with
+ * its status. Mounted after the endpoints, at the listener: errors raised before routing never enter a router.
+ * Errors of the service itself go on to the listener's renderer, which logs them.
+ */
+export function oauthRefusals(): ErrorRequestHandler {
+  const endpoints: string[] = [OAUTH_PATHS.authorize, OAUTH_PATHS.token, OAUTH_PATHS.register, OAUTH_PATHS.revoke];
+  return (thrown, req, res, next) => {
+    const error = toAppError(thrown);
+    if (!endpoints.includes(req.path.replace(/\/+$/, '')) || !error.expose || res.headersSent) {
+      next(thrown);
+      return;
+    }
+    res.status(error.status).set(error.headers).json(new InvalidRequestError(error.message).toResponseObject());
   };
 }
 
