@@ -75,6 +75,7 @@ const envSchema = z.object({
   LLM_BASE_URL: z.url({ protocol: /^https?$/ }).default('https://api.openai.com/v1'),
   LLM_API_KEY: optionalText,
   LLM_MODEL: optionalText,
+  OFFLINE_LLM_WORD_DELAY_MS: z.coerce.number().int().min(0).max(10_000).default(0),
   ADMIN_USERNAME: z.string().min(1).max(64).default('admin'),
   ADMIN_PASSWORD: z.string().min(8, 'must be at least 8 characters').optional(),
   ADMIN_EMAIL: emailAddress.optional(),
@@ -213,7 +214,9 @@ export interface Config {
   authz:
     | { provider: 'embedded' }
     | { provider: 'openfga'; apiUrl: string; storeId: string; modelId?: string; apiToken?: string };
-  llm: { provider: 'offline' } | { provider: 'openai'; baseUrl: string; apiKey?: string; model: string };
+  llm:
+    | { provider: 'offline'; wordDelayMs: number }
+    | { provider: 'openai'; baseUrl: string; apiKey?: string; model: string };
   mcp: {
     requestsPerMinute: number;
     toolCallsPerMinute: number;
@@ -384,7 +387,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
             model: env.LLM_MODEL!,
             ...(env.LLM_API_KEY && { apiKey: env.LLM_API_KEY }),
           }
-        : { provider: 'offline' },
+        : { provider: 'offline', wordDelayMs: env.OFFLINE_LLM_WORD_DELAY_MS },
     mcp: {
       requestsPerMinute: env.MCP_REQUESTS_PER_MINUTE,
       toolCallsPerMinute: env.MCP_TOOL_CALLS_PER_MINUTE,

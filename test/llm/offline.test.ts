@@ -188,6 +188,21 @@ describe('offline model', () => {
     expect(full.finishReason).toBe('stop');
   });
 
+  it('paced (OFFLINE_LLM_WORD_DELAY_MS), streams the same events, and an abort still lands within a pause', async () => {
+    const request: CompletionRequest = { messages: [user('Take your time')], tools: [tool('calculator')] };
+    const paced = createOfflineLlm({ wordDelayMs: 1 });
+    const seen: LlmEvent[] = [];
+    for await (const event of paced.stream(request)) seen.push(event);
+    expect(seen).toEqual(await events(request));
+
+    // A pause of a minute per word: only an abort that cuts the pause short ends this stream.
+    const controller = new AbortController();
+    const slow = createOfflineLlm({ wordDelayMs: 60_000 }).stream({ ...request, signal: controller.signal });
+    const first = slow[Symbol.asyncIterator]().next();
+    controller.abort();
+    await expect(first).rejects.toMatchObject({ name: 'AbortError' });
+  });
+
   it('quotes at most 200 characters of a long message', async () => {
     const long = 'x'.repeat(500);
     const { text } = await llm.complete({ messages: [user(long)] });

@@ -1,3 +1,4 @@
+import { setTimeout as sleep } from 'node:timers/promises';
 import { offlineLlmHealthCheck } from './health.js';
 import type { ChatMessage, CompletionRequest, LlmEvent, LlmProvider, ToolCall, ToolSpec } from './port.js';
 import { collectCompletion, throwIfAborted } from './stream.js';
@@ -27,13 +28,18 @@ import { collectCompletion, throwIfAborted } from './stream.js';
  * completion tokens are the words streamed, or for a tool call the words of `<name> <JSON arguments>`.
  * `maxTokens` cuts a text answer after that many words and reports finishReason `length`; it does not apply to
  * tool calls.
+ *
+ * **Pace.** `wordDelayMs` (`OFFLINE_LLM_WORD_DELAY_MS`, default 0) waits that long before each word and before a
+ * tool call, so that an answer takes a known time to stream (for demonstrations, and for tests of what happens
+ * while one is in flight). It changes when events come, never which; an abort still lands at once.
  */
-export function createOfflineLlm(): LlmProvider {
+export function createOfflineLlm(options: { wordDelayMs?: number } = {}): LlmProvider {
+  const pace = options.wordDelayMs ?? 0;
   return {
     provider: 'offline',
     model: 'offline',
-    stream: (request) => streamOffline(request),
-    complete: (request) => collectCompletion(streamOffline(request)),
+    stream: (request) => streamOffline(request, pace),
+    complete: (request) => collectCompletion(streamOffline(request, pace)),
     healthCheck: () => offlineLlmHealthCheck(),
   };
 }
@@ -47,14 +53,14 @@ const QUOTE_LIMIT = 200;
 
 type Answer = { kind: 'tool'; call: ToolCall } | { kind: 'text'; text: string };
 
-async function* streamOffline(request: CompletionRequest): AsyncGenerator<LlmEvent> {
+async function* streamOffline(request: CompletionRequest, pace: number): AsyncGenerator<LlmEvent> {
   const { signal } = request;
   throwIfAborted(signal);
   const promptTokens = request.messages.reduce((sum, message) => sum + countWords(message.content), 0);
   const answer = decide(request.messages, request.tools ?? []);
 
   if (answer.kind === 'tool') {
-    await nextTurn();
+    await nextWord(pace, signal);
     throwIfAborted(signal);
     yield { type: 'tool_calls', calls: [answer.call] };
     throwIfAborted(signal);
@@ -67,7 +73,7 @@ async function* streamOffline(request: CompletionRequest): AsyncGenerator<LlmEve
   const limit = request.maxTokens ?? Number.POSITIVE_INFINITY;
   const kept = words.length > limit ? words.slice(0, Math.max(0, limit)) : words;
   for (const [i, word] of kept.entries()) {
-    await nextTurn();
+    await nextWord(pace, signal);
     throwIfAborted(signal);
     // A cut answer should not end in the space that separated it from the word that was dropped.
     yield { type: 'delta', text: i === kept.length - 1 && kept.length < words.length ? word.trimEnd() : word };
@@ -158,7 +164,11 @@ function usage(promptTokens: number, completionTokens: number) {
   return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
 }
 
-/** Lets timers and I/O run between words, so that an abort (or anything else) is not starved by a long answer. */
-function nextTurn(): Promise<void> {
-  return new Promise((resolve) => setImmediate(resolve));
+/**
+ * Lets timers and I/O run between words, so that an abort (or anything else) is not starved by a long answer; with
+ * a pace, waits that long too, or until the abort.
+ */
+async function nextWord(pace: number, signal: AbortSignal | undefined): Promise<void> {
+  if (pace > 0) await sleep(pace, undefined, signal && { signal }).catch(() => undefined);
+  else await new Promise((resolve) => setImmediate(resolve));
 }
