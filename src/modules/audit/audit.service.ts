@@ -83,6 +83,10 @@ export class AuditService implements AuditRecorder {
     return id;
   }
 
+  /**
+   * Events across every user, newest first: an administrator's listing, unscoped by design (its route admits only
+   * callers holding `admin` on the system). `filter.userId` narrows it to one user's events.
+   */
   async list(
     filter: AuditFilter,
     window: { offset: number; limit: number },
