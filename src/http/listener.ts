@@ -106,6 +106,8 @@ export class HttpListener {
   #address: AddressInfo | undefined;
   readonly #inFlight = new Set<ServerResponse>();
   #draining = false;
+  /** Draining, and idle keep-alive connections have had their time to bring a request: none is kept now. */
+  #lingered = false;
 
   constructor(
     readonly name: ListenerName,
@@ -119,7 +121,12 @@ export class HttpListener {
         return;
       }
       this.#inFlight.add(res);
-      res.once('close', () => this.#inFlight.delete(res));
+      res.once('close', () => {
+        this.#inFlight.delete(res);
+        // A response that began before the drain (a stream, whose headers went out without `Connection: close`)
+        // leaves its connection idle: past the linger, it is closed now rather than when the drain runs out.
+        if (this.#lingered) this.server.closeIdleConnections();
+      });
     });
   }
 
@@ -164,7 +171,13 @@ export class HttpListener {
     for (const res of this.#inFlight) HttpListener.#closeAfter(res);
     // net.Server's close stops the listening socket only; http.Server's would also cut idle connections at once.
     const closed = new Promise<void>((resolve) => NetServer.prototype.close.call(this.server, () => resolve()));
-    const linger = setTimeout(() => this.server.closeIdleConnections(), Math.min(idleLingerMs, graceMs));
+    const linger = setTimeout(
+      () => {
+        this.#lingered = true;
+        this.server.closeIdleConnections();
+      },
+      Math.min(idleLingerMs, graceMs),
+    );
     const timer = setTimeout(() => this.server.closeAllConnections(), graceMs);
     try {
       await closed;

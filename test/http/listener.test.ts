@@ -1,3 +1,5 @@
+import { Agent, request } from 'node:http';
+import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import { ForbiddenError } from '../../src/errors.js';
@@ -314,5 +316,74 @@ describe('listener plumbing', () => {
     expect(res.headers.get('connection')).toBe('close');
     await closing;
     expect(listener.listening).toBe(false);
+  });
+
+  it('closes a stream’s kept-alive connection when the stream ends during the drain, not when the drain runs out', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const lifecycle = new Lifecycle();
+    lifecycle.markRunning();
+    const app = createListenerApp({
+      name: 'main',
+      logger: captureLogger().logger,
+      metrics: createMetrics(),
+      lifecycle,
+      bodyLimitBytes: 1024,
+      groups: [
+        {
+          prefix: '/stream',
+          area: 'envelope',
+          routes: [
+            defineRoute({
+              method: 'get',
+              path: '/',
+              operationId: 'stream',
+              summary: 'Streams until released',
+              tags: ['Test'],
+              access: 'public',
+              responses: { 200: { description: 'The stream' } },
+              handler: async ({ res }) => {
+                // Headers out before the drain: they say nothing of closing the connection.
+                res.status(200).type('text/plain');
+                res.flushHeaders();
+                res.write('first\n');
+                await held;
+                res.end('last\n');
+                return undefined;
+              },
+            }),
+          ],
+        },
+      ],
+    });
+    const listener = new HttpListener('main', app);
+    // Kept-alive connections outlive the test unless closed (as behind a load balancer, whose idle timeout the
+    // service's must exceed).
+    listener.server.keepAliveTimeout = 600_000;
+    await listener.listen('127.0.0.1', 0);
+    const agent = new Agent({ keepAlive: true });
+    const { socket, body } = await new Promise<{ socket: Socket; body: Promise<string> }>((resolve, reject) => {
+      const req = request(`${listener.url}/stream`, { agent }, (res) => {
+        expect(res.headers.connection).toBe('keep-alive');
+        let text = '';
+        res.setEncoding('utf8');
+        res.on('data', (chunk: string) => (text += chunk));
+        const body = new Promise<string>((done) => res.once('end', () => done(text)));
+        res.once('data', () => resolve({ socket: req.socket!, body }));
+      });
+      req.once('error', reject);
+      req.end();
+    });
+    const socketClosed = new Promise<void>((resolve) => socket.once('close', () => resolve()));
+    // A drain far longer than the test may take, with no linger for idle connections.
+    const closing = listener.close(600_000, 0);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    release();
+    expect(await body).toBe('first\nlast\n');
+    // The stream's connection is closed by the service once the stream has ended, and with it the drain is over.
+    await socketClosed;
+    await closing;
+    expect(listener.listening).toBe(false);
+    agent.destroy();
   });
 });
