@@ -182,7 +182,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     },
     close(options = {}) {
       closing ??= (async () => {
-        lifecycle.beginStop();
+        // Turns in flight may finish within the listeners' drain; the lifecycle stops what is left just before it.
+        lifecycle.beginStop({ drainMs: config.shutdownTimeoutMs });
         logger.info('shutting down');
         await Promise.all(
           [...http.listeners.values()].map((l) => l.close(config.shutdownTimeoutMs, options.idleLingerMs)),

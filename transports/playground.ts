@@ -14,7 +14,7 @@ import {
 import type { CallerResolver } from '../src/http/authenticate.js';
 import { callerOf } from '../src/http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../src/http/route.js';
-import type { Lifecycle } from '../src/lifecycle.js';
+import { type Lifecycle, isServiceStopping } from '../src/lifecycle.js';
 import type { Logger } from '../src/logger.js';
 import type { McpMetrics } from '../src/mcp/metrics.js';
 import type { McpPolicy } from '../src/mcp/policy.js';
@@ -51,6 +51,11 @@ export interface PlaygroundWireDeps {
   maxMessageChars: number;
   authTimeoutMs: number;
   heartbeatMs: number;
+}
+
+/** Whether an error event is worth an error log line: a failure of the service, not its stopping. */
+function failedHere(error: AppError): boolean {
+  return error.status >= 500 && !isServiceStopping(error);
 }
 
 /** What a playground event looks like on a wire: its type, and its fields (an error by its message and code). */
@@ -111,13 +116,13 @@ async function streamTurn(
   caller: Caller,
   body: { session_id: string; message: string },
 ): Promise<void> {
-  const slot = openStreamSlot(deps, caller, { server: 'playground', endsWith: res });
+  const slot = openStreamSlot(deps, caller, { server: 'playground', endsWith: res, shutdown: 'finish' });
   const stream = openEventStream(res);
   try {
     for await (const event of deps.playground.turn(caller, body.session_id, body.message, slot.signal)) {
       const { type, ...data } = wireEvent(event);
       stream.send(type, data);
-      if (event.type === 'error' && event.error.status >= 500)
+      if (event.type === 'error' && failedHere(event.error))
         req.log.error({ err: event.error.cause ?? event.error }, 'playground stream failed');
     }
   } finally {
@@ -132,12 +137,15 @@ async function streamTurn(
  * the timeout. Then `chat {message}` streams `token` / `tool_call` / `tool_result` / `end`, `cancel` stops the
  * running turn (the model and its tools), `ping` is answered `pong`. A bad message is answered `error` and the
  * socket stays open. The server pings every socket and closes those that stop answering, and closes all of them
- * when the service stops.
+ * when the service stops: an idle one at once, one running a turn once the turn has sent its last event (`end`, or
+ * the service-stopping `error` at the shutdown's deadline).
  */
 export class PlaygroundSocketEndpoint {
   readonly #wss: WebSocketServer;
   readonly #pending = new Set<WebSocket>();
   readonly #alive = new WeakSet<WebSocket>();
+  /** The turn each socket runs, settled once its last event is sent. */
+  readonly #turns = new WeakMap<WebSocket, Promise<void>>();
 
   constructor(private readonly deps: PlaygroundWireDeps) {
     this.#wss = new WebSocketServer({ noServer: true, maxPayload: this.#maxFrameBytes * 4 });
@@ -225,7 +233,7 @@ export class PlaygroundSocketEndpoint {
           server: 'playground',
           limited: false,
           endsWith: ws,
-          onStop: () => ws.close(1001, 'server shutting down'),
+          onStop: () => this.#closeAfterTurn(ws),
           heartbeat: { intervalMs: this.deps.heartbeatMs, beat: () => this.#beat(ws) },
         });
         return (early) => this.#serve(ws, caller, sessionId, slot, early);
@@ -248,6 +256,14 @@ export class PlaygroundSocketEndpoint {
     return caller;
   }
 
+  /** Closes a socket as the service stops: at once, or once the turn it runs has sent its last event. */
+  #closeAfterTurn(ws: WebSocket): void {
+    const close = () => ws.close(1001, 'server shutting down');
+    const turn = this.#turns.get(ws);
+    if (turn) void turn.then(close);
+    else close();
+  }
+
   #beat(ws: WebSocket): void {
     if (!this.#alive.has(ws)) return ws.terminate();
     this.#alive.delete(ws);
@@ -268,11 +284,11 @@ export class PlaygroundSocketEndpoint {
       running = controller;
       try {
         await playground.admit(caller, sessionId, message);
-        const held = openStreamSlot(this.deps, caller, { server: 'playground', limited: true });
+        const held = openStreamSlot(this.deps, caller, { server: 'playground', limited: true, shutdown: 'finish' });
         turnSlot = held;
         held.signal.addEventListener('abort', () => controller.abort(), { once: true });
         for await (const event of playground.turn(caller, sessionId, message, controller.signal)) {
-          if (event.type === 'error' && event.error.status >= 500)
+          if (event.type === 'error' && failedHere(event.error))
             this.deps.logger.error({ err: event.error.cause ?? event.error }, 'playground turn failed');
           send(wireEvent(event));
         }
@@ -319,7 +335,7 @@ export class PlaygroundSocketEndpoint {
                 code: CommonErrorCode.Conflict,
               }),
             );
-          void chat(text);
+          this.#turns.set(ws, chat(text));
           return;
         case 'auth':
           return sendError(new BadRequestError('Already authenticated', { code: CommonErrorCode.BadRequest }));

@@ -4,7 +4,7 @@ import { BadRequestError, CommonErrorCode, NotFoundError } from '../src/errors.j
 import { callerOf } from '../src/http/authenticate.js';
 import { mcpErrorCode } from '../src/http/render-errors.js';
 import { type RouteDefinition, type RouteGroup, defineRoute } from '../src/http/route.js';
-import type { Lifecycle } from '../src/lifecycle.js';
+import { type Lifecycle, isServiceStopping } from '../src/lifecycle.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { JsonRpcError } from '../src/mcp/direct-transport.js';
 import { rateHeaders } from '../src/mcp/policy.js';
@@ -98,7 +98,8 @@ async function answered<T>(request: Promise<T>): Promise<T> {
 
 /**
  * Streams one chat turn: `content_start`, `content_delta`…, `content_end`, `message_complete`, or an `error` event.
- * The turn is cancelled when the client goes away or the service shuts down.
+ * The turn is cancelled when the client goes away; at shutdown it finishes within the drain or ends with the
+ * `service_stopping` error event.
  */
 async function streamTurn(
   deps: RestDeps,
@@ -111,6 +112,7 @@ async function streamTurn(
   const slot = openStreamSlot({ policy: core.policy, metrics: core.metrics, lifecycle }, turn.caller, {
     server: 'rest',
     endsWith: res,
+    shutdown: 'finish',
   });
   res.status(200).set({
     'Content-Type': format === 'sse' ? 'text/event-stream; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
@@ -127,7 +129,8 @@ async function streamTurn(
       switch (event.type) {
         case 'error': {
           const { error } = event;
-          if (error.status >= 500) req.log.error({ err: error.cause ?? error }, 'message stream failed');
+          if (error.status >= 500 && !isServiceStopping(error))
+            req.log.error({ err: error.cause ?? error }, 'message stream failed');
           write({
             type: 'error',
             error: { code: mcpErrorCode(error), message: error.expose ? error.message : 'Internal error' },

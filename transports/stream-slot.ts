@@ -19,6 +19,13 @@ export interface StreamSlotOptions {
   limited?: boolean;
   /** The client's end of the stream (a response, a socket): when it closes, the slot is released. */
   endsWith?: Pick<EventEmitter, 'once' | 'off'>;
+  /**
+   * What the service's shutdown does to the stream. `close` (the default), for a stream that only waits for events:
+   * when shutdown begins, `signal` aborts and `onStop` runs. `finish`, for a stream that carries a chat turn: the
+   * slot leaves it running, for the chat-turn service decides whether the turn finishes within the drain or stops
+   * at the shutdown's deadline with its final error event; the wire renders whichever comes.
+   */
+  shutdown?: 'close' | 'finish';
   /** Winds the stream down when the service begins to stop (close the socket, end the response). */
   onStop?: () => void;
   /** Runs once when the slot is released, after the bookkeeping: the wire's own cleanup. */
@@ -29,7 +36,10 @@ export interface StreamSlotOptions {
 
 /** An open stream's hold on the caller's stream budget, the connections gauge and the shutdown hooks. */
 export interface StreamSlot {
-  /** Aborted when the stream should end: the service begins to stop, the client went away, or it was released. */
+  /**
+   * Aborted when the stream should end: the client went away, it was released, or (unless it is to `finish`) the
+   * service begins to stop.
+   */
   readonly signal: AbortSignal;
   /** Gives everything back, exactly once however often it is called. */
   release(): void;
@@ -45,10 +55,13 @@ export function openStreamSlot(deps: StreamSlotDeps, caller: Caller, options: St
   const labels = { server: options.server };
   deps.metrics.connections.inc(labels);
   const controller = new AbortController();
-  const stopListening = deps.lifecycle.onStop(() => {
-    controller.abort();
-    options.onStop?.();
-  });
+  const stopListening =
+    options.shutdown === 'finish'
+      ? () => undefined
+      : deps.lifecycle.onStop(() => {
+          controller.abort();
+          options.onStop?.();
+        });
   const heartbeat = options.heartbeat && setInterval(options.heartbeat.beat, options.heartbeat.intervalMs).unref();
   let released = false;
   const release = () => {

@@ -167,6 +167,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
       return { agent: graph, deleteThread: (threadId) => checkpointer.deleteThread(threadId) };
     },
     threadsOf: (userId) => conversations.service.idsOwnedBy(userObject(userId)),
+    shutdown: lifecycle,
   });
   const mcp = createMcpModule({
     policy,

@@ -8,6 +8,7 @@ import {
   ValidationError,
   toAppError,
 } from '../errors.js';
+import { ShutdownErrorCode } from '../ports/shutdown.js';
 
 /**
  * Each area of the interface has its own error body (spec "Errors"). A router declares its area when it is
@@ -32,10 +33,15 @@ function publicMessage(err: AppError): string {
   return err.status === 503 ? GENERIC_503 : GENERIC_500;
 }
 
-/** The MCP error code of an error, the same on every wire: HTTP bodies, stream `error` events. */
+/**
+ * The MCP error code of an error, the same on every wire: HTTP bodies, stream `error` events. The spec's four,
+ * and `service_stopping` for a turn refused or stopped because the service is shutting down (a client retries it
+ * elsewhere; an `internal_error` would say the service failed).
+ */
 export function mcpErrorCode(
   err: AppError,
-): 'invalid_request' | 'permission_denied' | 'rate_limit_exceeded' | 'internal_error' {
+): 'invalid_request' | 'permission_denied' | 'rate_limit_exceeded' | 'internal_error' | 'service_stopping' {
+  if (err.code === ShutdownErrorCode.ServiceStopping) return 'service_stopping';
   if (err.status === 403) return 'permission_denied';
   if (err.status === 429) return 'rate_limit_exceeded';
   if (err.status >= 500) return 'internal_error';

@@ -83,6 +83,20 @@ describe('a stream slot', () => {
     held.release();
   });
 
+  it('leaves a stream that is to finish (a chat turn) running when the service stops, until it is released', async () => {
+    const { deps, lifecycle, open } = await setUp();
+    const onStop = vi.fn();
+    const turn = openStreamSlot(deps, alice, { server: 'rest', shutdown: 'finish', onStop });
+    lifecycle.beginStop({ drainMs: 60_000 });
+    // The chat-turn service decides whether the turn finishes within the drain: the slot neither ends nor frees it.
+    expect(turn.signal.aborted).toBe(false);
+    expect(onStop).not.toHaveBeenCalled();
+    expect(await open()).toBe(1);
+    turn.release();
+    expect(turn.signal.aborted).toBe(true);
+    expect(await open()).toBe(0);
+  });
+
   it('beats while held and stops beating once released', async () => {
     const { deps } = await setUp();
     vi.useFakeTimers();

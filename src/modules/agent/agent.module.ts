@@ -1,5 +1,6 @@
 import type { Tracer } from '@opentelemetry/api';
 import type { Module } from '../../ports/module.js';
+import type { Shutdown } from '../../ports/shutdown.js';
 import type { ModelInfo } from './agent.telemetry.js';
 import type { Agent } from './agent.port.js';
 import { type ChatAdmission, ChatTurnService } from './chat-turn.service.js';
@@ -25,6 +26,8 @@ export interface AgentModuleDeps {
   model?: ModelInfo;
   /** The threads (conversation ids) a user's checkpoints are kept under, for erasure. */
   threadsOf: (userId: string) => Promise<string[]>;
+  /** The service's shutdown: turns in flight finish within its drain or stop, saying so, at its deadline. */
+  shutdown?: Shutdown;
 }
 
 export interface AgentParts {
@@ -52,6 +55,7 @@ export function createAgentModule(deps: AgentModuleDeps): Module<AgentParts> {
         admission: deps.admission,
         ...(deps.tracer && { tracer: deps.tracer }),
         ...(deps.model && { model: deps.model }),
+        ...(deps.shutdown && { shutdown: deps.shutdown }),
       }),
       agent,
       deleteThread: (threadId) => started().deleteThread(threadId),

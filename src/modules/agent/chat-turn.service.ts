@@ -1,5 +1,6 @@
 import { type AppError, toAppError } from '../../errors.js';
 import type { Caller } from '../../ports/caller.js';
+import type { Shutdown } from '../../ports/shutdown.js';
 import { type Context, type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
 import { ATTR_GEN_AI_CONVERSATION_ID } from '@opentelemetry/semantic-conventions/incubating';
 import { type Agent, type AgentTurn, type MessageResponse, runToCompletion } from './agent.port.js';
@@ -50,7 +51,8 @@ export interface ChatTurnRequest {
 /**
  * What a streamed turn emits, in the spec's stream event names: `content_start`, `content_delta`…,
  * `content_end`, `message_complete`; the tool events in between where the model calls tools. A turn that fails
- * ends with `error` (its AppError, for the wire to render); a cancelled turn just ends.
+ * ends with `error` (its AppError, for the wire to render), and so does one the service stops at shutdown (the
+ * 503 `SERVICE_STOPPING`); a turn cancelled by its caller just ends.
  */
 export type ChatTurnEvent =
   | { type: 'content_start' }
@@ -69,6 +71,11 @@ export interface ChatTurnDeps {
   tracer?: Tracer;
   /** The model the turns use, for their spans. */
   model?: ModelInfo;
+  /**
+   * The service's shutdown: once it begins no turn is admitted, and a turn still running at its deadline stops and
+   * ends with the service-stopping error. Without it, turns run on until their callers stop them.
+   */
+  shutdown?: Shutdown;
 }
 
 /** The context rides with the message as a JSON appendix the model can read. */
@@ -99,24 +106,48 @@ function agentTurn(request: ChatTurnRequest, signal: AbortSignal | undefined, tr
 export class ChatTurnService {
   constructor(private readonly deps: ChatTurnDeps) {}
 
-  /** Whether the caller may take a turn now; throws the policy's 403 or 429 if not. */
-  admit(caller: Caller): Promise<void> {
-    return this.deps.admission.admitToolCall(caller, CHAT_PERMISSION);
+  /**
+   * Whether the caller may take a turn now; throws the policy's 403 or 429 if not, and the 503 `SERVICE_STOPPING`
+   * once the service has begun to stop (a turn started now would likely be cut).
+   */
+  async admit(caller: Caller): Promise<void> {
+    const stopping = this.deps.shutdown?.stopping;
+    if (stopping?.aborted) throw toAppError(stopping.reason);
+    await this.deps.admission.admitToolCall(caller, CHAT_PERMISSION);
   }
 
-  /** Runs an admitted turn to its end and returns the Message response. */
+  /**
+   * Runs an admitted turn to its end and returns the Message response. A turn still running at the shutdown's
+   * deadline stops and throws the service-stopping error.
+   */
   async complete(request: ChatTurnRequest, signal?: AbortSignal): Promise<MessageResponse> {
     const { span, context } = this.#startSpan(request);
+    const turnSignal = this.#untilDeadline(signal);
     try {
-      const response = await runToCompletion(this.deps.agent(), agentTurn(request, signal, context));
+      const response = await runToCompletion(this.deps.agent(), agentTurn(request, turnSignal, context));
       endTurnSpan(span, response);
       return response;
     } catch (error) {
-      failSpan(span, error, signal?.aborted === true);
-      throw error;
+      failSpan(span, error, turnSignal?.aborted === true);
+      throw this.#stoppedByShutdown(signal) ?? error;
     } finally {
       span.end();
     }
+  }
+
+  /** The caller's signal, also aborted at the shutdown's deadline: the one decision to finish a turn or stop it. */
+  #untilDeadline(signal: AbortSignal): AbortSignal;
+  #untilDeadline(signal: AbortSignal | undefined): AbortSignal | undefined;
+  #untilDeadline(signal: AbortSignal | undefined): AbortSignal | undefined {
+    const deadline = this.deps.shutdown?.deadline;
+    if (!deadline) return signal;
+    return signal ? AbortSignal.any([signal, deadline]) : deadline;
+  }
+
+  /** The service-stopping error, when the shutdown's deadline (not the caller) stopped the turn. */
+  #stoppedByShutdown(signal: AbortSignal | undefined): AppError | undefined {
+    const deadline = this.deps.shutdown?.deadline;
+    return deadline?.aborted && !signal?.aborted ? toAppError(deadline.reason) : undefined;
   }
 
   #startSpan(request: ChatTurnRequest) {
@@ -127,15 +158,18 @@ export class ChatTurnService {
   }
 
   /**
-   * Streams an admitted turn. Aborting `signal` (the client left, the service stops) cancels it: nothing of it is
-   * recorded and the stream ends without an `error` event. Never throws: a failure is the last event.
+   * Streams an admitted turn. Aborting `signal` (the client left) cancels it: nothing of it is recorded and the
+   * stream ends without an `error` event. When the service stops, the turn may finish within the drain; still
+   * running at the shutdown's deadline, it is cancelled the same way but ends with the service-stopping `error`,
+   * so that its client can tell the cut from an answer. Never throws: a failure is the last event.
    */
   async *stream(request: ChatTurnRequest, signal: AbortSignal): AsyncGenerator<ChatTurnEvent, void, undefined> {
     yield { type: 'content_start' };
     const { span, context } = this.#startSpan(request);
+    const turnSignal = this.#untilDeadline(signal);
     let finished = false;
     try {
-      for await (const event of this.deps.agent().run(agentTurn(request, signal, context))) {
+      for await (const event of this.deps.agent().run(agentTurn(request, turnSignal, context))) {
         switch (event.type) {
           case 'delta':
             yield { type: 'content_delta', delta: event.text };
@@ -160,9 +194,10 @@ export class ChatTurnService {
         }
       }
     } catch (thrown) {
-      failSpan(span, thrown, signal.aborted);
+      failSpan(span, thrown, turnSignal.aborted);
       finished = true;
-      if (!signal.aborted) yield { type: 'error', error: toAppError(thrown) };
+      const error = turnSignal.aborted ? this.#stoppedByShutdown(signal) : toAppError(thrown);
+      if (error) yield { type: 'error', error };
     } finally {
       // Stopped before its end: the client left, or the consumer stopped reading.
       if (!finished) failSpan(span, new Error('cancelled'), true);

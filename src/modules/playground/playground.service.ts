@@ -5,6 +5,7 @@ import type { CounterStore } from '../../adapters/counters/port.js';
 import type { FinishedSpan, Telemetry } from '../../adapters/telemetry/port.js';
 import type { Database } from '../../db/database.js';
 import { type AppError, CommonErrorCode, ValidationError, toAppError } from '../../errors.js';
+import { isServiceStopping } from '../../lifecycle.js';
 import type { Logger } from '../../logger.js';
 import { type Caller, userIdOf } from '../../ports/caller.js';
 import type { ChatTurnService } from '../agent/index.js';
@@ -446,7 +447,9 @@ export class PlaygroundService {
       updated_at: finishedAt,
     });
     if (failure) {
-      if (failure.status >= 500) this.deps.logger.error({ err: failure.cause ?? failure }, 'playground turn failed');
+      // A turn the shutdown stopped did not fail here: its client is told, and nothing needs looking into.
+      if (failure.status >= 500 && !isServiceStopping(failure))
+        this.deps.logger.error({ err: failure.cause ?? failure }, 'playground turn failed');
       await this.#log(session, 'ERROR', 'turn failed', {
         code: failure.code,
         message: failure.expose ? failure.message : 'Internal error',
