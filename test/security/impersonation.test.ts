@@ -102,6 +102,7 @@ const rpcResult = (answer: Answer) =>
     : `expected a JSON-RPC result, got ${answer.text.slice(0, 200)}`;
 
 const scim = { 'Content-Type': 'application/scim+json' };
+/** A JSON-RPC request; requests that may share a session at once carry ids of their own. */
 const jsonRpc = (method: string, params: Record<string, unknown> = {}, id = 1) => ({
   jsonrpc: '2.0',
   id,
@@ -854,10 +855,14 @@ const MATRIX: Record<string, Entry> = {
           method: 'POST',
           path: '/mcp',
           headers: sessionHeaders(w.owned.mcpSessionId),
-          body: jsonRpc('tools/call', {
-            name: 'conversation_get',
-            arguments: { conversation_id: w.owned.conversationId },
-          }),
+          body: jsonRpc(
+            'tools/call',
+            {
+              name: 'conversation_get',
+              arguments: { conversation_id: w.owned.conversationId },
+            },
+            11,
+          ),
         }),
         owner: OK_MARKED,
         refused: (a) => (a.status === 404 ? undefined : `expected 404, got ${a.status}`),
@@ -868,10 +873,14 @@ const MATRIX: Record<string, Entry> = {
           method: 'POST',
           path: '/mcp',
           headers: sessionHeaders(w.attackerSessions[caller] ?? w.owned.mcpSessionId),
-          body: jsonRpc('tools/call', {
-            name: 'conversation_get',
-            arguments: { conversation_id: w.owned.conversationId },
-          }),
+          body: jsonRpc(
+            'tools/call',
+            {
+              name: 'conversation_get',
+              arguments: { conversation_id: w.owned.conversationId },
+            },
+            12,
+          ),
         }),
         owner: OK_MARKED,
         refused: rpcRefused,
@@ -893,6 +902,7 @@ const MATRIX: Record<string, Entry> = {
           method: 'POST',
           path: '/mcp',
           headers: modernHeaders('subscriptions/listen'),
+          open: true,
           body: modernBody('subscriptions/listen', {
             notifications: { resourceSubscriptions: [`conversation://${w.owned.conversationId}`] },
           }),
@@ -1033,10 +1043,14 @@ const MATRIX: Record<string, Entry> = {
         request: (_c, w) => ({
           method: 'POST',
           path: `/messages?sessionId=${w.owned.sseSessionId}`,
-          body: jsonRpc('tools/call', {
-            name: 'conversation_get',
-            arguments: { conversation_id: w.owned.conversationId },
-          }),
+          body: jsonRpc(
+            'tools/call',
+            {
+              name: 'conversation_get',
+              arguments: { conversation_id: w.owned.conversationId },
+            },
+            13,
+          ),
         }),
         owner: { status: [202] },
       },
@@ -1514,7 +1528,7 @@ async function snapshot(world: World): Promise<Record<string, string>> {
         method: 'POST',
         path: '/mcp',
         headers: sessionHeaders(o.mcpSessionId),
-        body: jsonRpc('ping'),
+        body: jsonRpc('ping', {}, 21),
       },
     ],
     [
@@ -1748,8 +1762,11 @@ describe('impersonation matrix over every operation of /openapi.json', () => {
         ),
       );
       await inBatches(attempts, entry.fresh ? 1 : 6, async ({ c, caller, credential }) => {
-        const answer = await sendAs(world, operation, entry, c, caller, credential);
         requests += 1;
+        const answer = await sendAs(world, operation, entry, c, caller, credential).catch((error: unknown) => {
+          failures.push(`${label(key, c)} as ${caller}: ${String(error)}`);
+        });
+        if (!answer) return;
         for (const problem of judge(world, document, operation, entry, c, caller, answer))
           failures.push(`${label(key, c)} as ${caller}: ${problem}`);
       });
@@ -1776,8 +1793,18 @@ describe('impersonation matrix over every operation of /openapi.json', () => {
     const check = async ({ key, entry, c }: (typeof all)[number]) => {
       const operation = operations.get(key);
       if (!operation) return;
-      const answer = await sendAs(world, operation, entry, c, 'owner', await credentialFor(world, entry, 'owner'));
       requests += 1;
+      const answer = await sendAs(
+        world,
+        operation,
+        entry,
+        c,
+        'owner',
+        await credentialFor(world, entry, 'owner'),
+      ).catch((error: unknown) => {
+        failures.push(`${label(key, c)} as the owner: ${String(error)}`);
+      });
+      if (!answer) return;
       const problems = [
         ...(c.owner.status.includes(answer.status) ? [] : [`status ${answer.status}: ${answer.text.slice(0, 300)}`]),
         ...(c.owner.marker && !leaks(answer) ? ['the owner’s data is not in the answer'] : []),

@@ -18,6 +18,11 @@ export interface Request {
   /** JSON unless `form` or a Content-Type header says otherwise. */
   body?: unknown;
   form?: Record<string, string>;
+  /**
+   * The answer may be an event stream that stays open (GET streams, `subscriptions/listen`): it is read until it
+   * falls quiet. Any other is read to its end. GET requests are open unless told otherwise.
+   */
+  open?: boolean;
 }
 
 export interface Answer {
@@ -29,12 +34,14 @@ export interface Answer {
 }
 
 /**
- * How long an event stream that does not end by itself is read: what a stream replays or answers is written with
- * its headers, so this only bounds streams that, rightly, stay open with nothing to say.
+ * How long an open event stream is read after it last said something: what such a stream replays is written with
+ * its headers, so this only bounds streams that, rightly, stay open with nothing more to say.
  */
 const STREAM_WINDOW_MS = 400;
+/** A request that takes longer than this has hung: it fails with its method and path instead of the whole file. */
+const HUNG_MS = 20_000;
 
-async function readStream(res: Response, abort: AbortController): Promise<string> {
+async function readOpenStream(res: Response, abort: AbortController): Promise<string> {
   const reader = res.body!.getReader();
   const decoder = new TextDecoder();
   let text = '';
@@ -68,7 +75,7 @@ function parse(text: string, contentType: string): unknown {
   }
 }
 
-/** Sends one request to a listener of the app and reads the whole answer (an open event stream for a while). */
+/** Sends one request to a listener of the app and reads the whole answer (an open event stream until quiet). */
 export async function send(app: App, request: Request): Promise<Answer> {
   const headers: Record<string, string> = { ...request.headers };
   let body: string | undefined;
@@ -80,16 +87,21 @@ export async function send(app: App, request: Request): Promise<Answer> {
     body = JSON.stringify(request.body);
   }
   const abort = new AbortController();
-  const res = await fetch(`${app.url(request.listener)}${request.path}`, {
-    method: request.method,
-    headers,
-    body,
-    redirect: 'manual',
-    signal: abort.signal,
-  });
-  const contentType = res.headers.get('content-type') ?? '';
-  const text = contentType.includes('text/event-stream') ? await readStream(res, abort) : await res.text();
-  return { status: res.status, headers: res.headers, text, json: parse(text, contentType) };
+  try {
+    const res = await fetch(`${app.url(request.listener)}${request.path}`, {
+      method: request.method,
+      headers,
+      body,
+      redirect: 'manual',
+      signal: AbortSignal.any([abort.signal, AbortSignal.timeout(HUNG_MS)]),
+    });
+    const contentType = res.headers.get('content-type') ?? '';
+    const open = contentType.includes('text/event-stream') && (request.open ?? request.method === 'GET');
+    const text = open ? await readOpenStream(res, abort) : await res.text();
+    return { status: res.status, headers: res.headers, text, json: parse(text, contentType) };
+  } catch (error) {
+    throw new Error(`${request.method} ${request.path} on ${request.listener}: ${String(error)}`, { cause: error });
+  }
 }
 
 /** The `id:` of each event of an event stream, in order. */
@@ -110,8 +122,8 @@ export interface SocketOutcome {
 }
 
 /**
- * Opens a WebSocket, sends `messages` one by one (each after the answer to the one before, or at once when
- * `await` is false), and gathers what comes back until the server closes the socket or `done` says enough.
+ * Opens a WebSocket, sends `messages` as soon as it is open, and gathers what comes back until the server closes
+ * the socket or `done` says enough.
  */
 export function converse(
   url: string,
