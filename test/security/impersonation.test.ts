@@ -41,13 +41,14 @@ type Kind =
   /** For administrators (the owner is one): anyone else is refused (403). */
   | { kind: 'admin' };
 
-type Partial_ = Omit<Request, 'listener'> & { listener?: Listener };
+/** A request of a case: on the listener that serves the operation unless it names another. */
+type CaseRequest = Omit<Request, 'listener'> & { listener?: Listener };
 
 interface Case {
   /** Names the variant when an operation has several. */
   name?: string;
   /** The request a caller sends; its credential is added unless the request carries one of its own. */
-  request: (caller: Caller, world: World, identity: Identity) => Partial_;
+  request: (caller: Caller, world: World, identity: Identity) => CaseRequest;
   /** What the owner's answer must show: a status, and the marker when the route reads the owner's data. */
   owner: { status: number[]; marker?: boolean; check?: (answer: Answer) => string | undefined };
   /** How an authenticated attacker's refusal looks, when not as the kind says (a JSON-RPC error, a tool error). */
