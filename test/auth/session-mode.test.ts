@@ -156,6 +156,8 @@ describe('session mode: login and the session cookie', () => {
     expect(
       (await call(app, 'DELETE', `/auth/sessions/${sessions[0]!.session_id}`, { cookie: bob.cookie })).status,
     ).toBe(403);
+    // Refused, and nothing changed: alice's session still works.
+    expect((await call(app, 'GET', '/auth/me', { cookie: first.cookie })).status).toBe(200);
     expect(
       (await call(app, 'DELETE', `/auth/sessions/${sessions[0]!.session_id}`, { cookie: second.cookie })).status,
     ).toBe(200);

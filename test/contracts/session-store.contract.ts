@@ -139,6 +139,17 @@ export function sessionStoreContract(name: string, make: StoreFactory<SessionSto
       expect(await store.delete('nope')).toBe(false);
     });
 
+    it("deletes a session given its owner, and leaves another user's session as it is", async () => {
+      const record = session();
+      await store.create(record, 5);
+      expect(await store.delete(record.id, 'mallory')).toBe(false);
+      expect(await store.get(record.id)).toMatchObject({ id: record.id, userId: 'alice' });
+      expect(await ids('alice')).toEqual([record.id]);
+      expect(await store.delete(record.id, 'alice')).toBe(true);
+      expect(await store.get(record.id)).toBeUndefined();
+      expect(await store.delete('nope', 'alice')).toBe(false);
+    });
+
     it('reports false when deleting a session that has already expired', async () => {
       const record = session();
       await store.create(record, 5);

@@ -59,9 +59,10 @@ export function degradableSessionStore(
           if (!(error instanceof RedisUnavailableError)) throw error;
         });
     },
-    async delete(id) {
-      lastKnown.delete(id);
-      return outage.run(() => inner.delete(id));
+    async delete(id, owner) {
+      const deleted = await outage.run(() => inner.delete(id, owner));
+      if (owner === undefined || deleted) lastKnown.delete(id);
+      return deleted;
     },
     listByUser: (userId) => outage.run(() => inner.listByUser(userId)),
     async deleteByUser(userId) {

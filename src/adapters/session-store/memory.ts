@@ -143,9 +143,9 @@ export function createMemorySessionStore(options: { now?: () => number } = {}): 
       return Promise.resolve();
     },
 
-    delete(id) {
+    delete(id, owner) {
       const record = sessions.get(id);
-      if (record === undefined) return Promise.resolve(false);
+      if (record === undefined || (owner !== undefined && record.userId !== owner)) return Promise.resolve(false);
       const wasLive = deadlineOf(record) > now();
       remove(record);
       return Promise.resolve(wasLive);

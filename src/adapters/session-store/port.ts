@@ -53,8 +53,11 @@ export interface SessionStore {
   get(id: string, read?: { staleOk?: boolean }): Promise<SessionRecord | undefined>;
   /** Records use at `at` (epoch ms), extending the idle window but never past the absolute expiry. */
   touch(id: string, at: number): Promise<void>;
-  /** Deletes a session; false when there was none. */
-  delete(id: string): Promise<boolean>;
+  /**
+   * Deletes a session; false when there was none. With `owner`, only a session of that user is deleted, in the
+   * same step as the check: another user's session is left as it is and answers false.
+   */
+  delete(id: string, owner?: string): Promise<boolean>;
   /** The user's live sessions, oldest first. */
   listByUser(userId: string): Promise<SessionRecord[]>;
   /** Deletes every session of the user, and forgets which of theirs were evicted; returns how many were live. */

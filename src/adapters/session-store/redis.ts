@@ -156,10 +156,14 @@ if index_ttl ~= -2 and index_ttl < remaining then redis.call('PEXPIRE', user_key
 return 1
 `;
 
-/** KEYS: session. ARGV: id, now, user index prefix. Returns 1 when a live session was deleted. */
+/**
+ * KEYS: session. ARGV: id, now, user index prefix, owner ('' for any). Returns 1 when a live session was deleted;
+ * a session of another user than the owner given is left alone.
+ */
 const DELETE = `${PRELUDE}
 local f = redis.call('HMGET', KEYS[1], 'userId', 'lastAccessedAt', 'idleTimeoutMs', 'expiresAt')
 if not f[1] then return 0 end
+if ARGV[4] ~= '' and f[1] ~= ARGV[4] then return 0 end
 redis.call('DEL', KEYS[1])
 redis.call('ZREM', ARGV[3] .. f[1], ARGV[1])
 if deadline(f[2], f[3], f[4]) <= tonumber(ARGV[2]) then return 0 end
@@ -284,8 +288,8 @@ export function createRedisSessionStore(redis: Redis, options: { prefix: string;
       await run.touch([sessPrefix + id], [id, at, now(), userPrefix]);
     },
 
-    async delete(id) {
-      return (await run.delete([sessPrefix + id], [id, now(), userPrefix])) === 1;
+    async delete(id, owner) {
+      return (await run.delete([sessPrefix + id], [id, now(), userPrefix, owner ?? ''])) === 1;
     },
 
     async listByUser(userId) {

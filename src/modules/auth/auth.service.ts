@@ -227,7 +227,7 @@ export class AuthService {
 
   /** Ends a session of the user's and every token issued in it. */
   async revokeSession(userId: string, sessionId: string): Promise<boolean> {
-    const existed = await this.deps.sessions.delete(sessionId);
+    const existed = await this.deps.sessions.delete(sessionId, userId);
     await store.deleteSessionTokens(this.deps.db, userId, sessionId);
     return existed;
   }
@@ -292,12 +292,15 @@ export class AuthService {
   /** Revokes one of the caller's own sessions: 404 when there is no such session, 403 when it is someone else's. */
   async revokeOwnSession(caller: Caller, sessionId: string, client: ClientInfo = NO_CLIENT): Promise<void> {
     const id = parseCredential(sessionId)?.id ?? sessionId;
-    const session = await this.deps.sessions.get(id);
-    if (!session) throw new NotFoundError('Session not found', { code: AuthErrorCode.SessionNotFound });
-    if (session.userId !== userIdOf(caller)) {
-      throw new ForbiddenError('You can revoke only your own sessions', { code: CallerErrorCode.AccessDenied });
+    const userId = userIdOf(caller);
+    // The store deletes the session only if it is the caller's, in one step; what was there decides the refusal.
+    if (userId === undefined || !(await this.revokeSession(userId, id))) {
+      const session = await this.deps.sessions.get(id);
+      if (session && session.userId !== userId) {
+        throw new ForbiddenError('You can revoke only your own sessions', { code: CallerErrorCode.AccessDenied });
+      }
+      throw new NotFoundError('Session not found', { code: AuthErrorCode.SessionNotFound });
     }
-    await this.revokeSession(session.userId, id);
     await this.deps.audit.record({
       type: 'session.revoked',
       actorId: actorOf(caller),
