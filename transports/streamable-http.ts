@@ -64,6 +64,22 @@ function jsonRpcError(
   res.status(status).json({ jsonrpc: '2.0', error, id: about.id ?? null });
 }
 
+/**
+ * How deep a message may nest. The SDK's transports validate what they are given recursively, and fail with a 500
+ * on a body nested thousands deep: such a body is refused here, as invalid, before it reaches them.
+ */
+const MAX_MESSAGE_DEPTH = 64;
+
+/** Whether a parsed JSON value nests no deeper than `limit` (counted without recursion). */
+function nestsWithin(value: unknown, limit: number): boolean {
+  let level: unknown[] = [value];
+  for (let depth = 0; level.length > 0; depth++) {
+    if (depth > limit) return false;
+    level = level.flatMap((v): unknown[] => (typeof v === 'object' && v !== null ? Object.values(v) : []));
+  }
+  return true;
+}
+
 const STATELESS_ONLY_POST = 'Method not allowed: this server is stateless (MCP_SESSION_MODE=stateless); use POST';
 
 /**
@@ -357,7 +373,15 @@ export class StreamableHttpSessions {
             'Start with an initialize request (no Mcp-Session-Id); the response carries the session id to send with ' +
             'every later request. Accept must list application/json and text/event-stream.',
           tags: ['MCP'],
-          request: { body: z.unknown().describe('A JSON-RPC 2.0 message or batch') },
+          request: {
+            body: z
+              .unknown()
+              .refine(
+                (body) => nestsWithin(body, MAX_MESSAGE_DEPTH),
+                `A message may nest at most ${MAX_MESSAGE_DEPTH} deep`,
+              )
+              .describe('A JSON-RPC 2.0 message or batch'),
+          },
           responses: {
             200: { description: 'JSON-RPC response, as JSON or as an event stream', schema: z.unknown() },
             202: { description: 'Accepted (notifications and responses)' },
