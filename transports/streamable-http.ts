@@ -18,6 +18,7 @@ import { BoundedEventStore } from '../src/mcp/event-store.js';
 import { guardTransport } from '../src/mcp/guard.js';
 import { callerOfAuthInfo } from '../src/mcp/modern.js';
 import type { McpSessionDirectory, SessionRecord } from '../src/mcp/session-directory.js';
+import { MAX_MESSAGE_DEPTH, nestsWithin } from '../src/mcp/messages.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { authInfoFor } from '../src/mcp/server.js';
 import { openStreamSlot } from './stream-slot.js';
@@ -62,22 +63,6 @@ function jsonRpcError(
 ): void {
   const error = { code, message, ...(about.data !== undefined && { data: about.data }) };
   res.status(status).json({ jsonrpc: '2.0', error, id: about.id ?? null });
-}
-
-/**
- * How deep a message may nest. The SDK's transports validate what they are given recursively, and fail with a 500
- * on a body nested thousands deep: such a body is refused here, as invalid, before it reaches them.
- */
-const MAX_MESSAGE_DEPTH = 64;
-
-/** Whether a parsed JSON value nests no deeper than `limit` (counted without recursion). */
-function nestsWithin(value: unknown, limit: number): boolean {
-  let level: unknown[] = [value];
-  for (let depth = 0; level.length > 0; depth++) {
-    if (depth > limit) return false;
-    level = level.flatMap((v): unknown[] => (typeof v === 'object' && v !== null ? Object.values(v) : []));
-  }
-  return true;
 }
 
 const STATELESS_ONLY_POST = 'Method not allowed: this server is stateless (MCP_SESSION_MODE=stateless); use POST';

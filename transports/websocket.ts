@@ -18,6 +18,7 @@ import type { Lifecycle } from '../src/lifecycle.js';
 import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { guardTransport } from '../src/mcp/guard.js';
+import { admitMessage } from '../src/mcp/messages.js';
 import { authInfoFor } from '../src/mcp/server.js';
 import { type Caller, CallerErrorCode } from '../src/ports/caller.js';
 import { awaitAuthMessage } from './first-message-auth.js';
@@ -65,22 +66,22 @@ export class WebSocketServerTransport implements Transport {
     }
     const record = message as Record<string, unknown>;
     if (record.jsonrpc === undefined && typeof record.method === 'string') {
+      const method = record.method;
       const id = `ws-${++this.#next}`;
-      this.#shortForm.set(id, record.method);
-      this.onmessage?.(
-        {
-          jsonrpc: '2.0',
-          id,
-          method: record.method,
-          ...(record.params !== undefined && { params: record.params }),
-        } as JSONRPCMessage,
-        {
-          authInfo: this.authInfo,
-        },
-      );
+      const admitted = admitMessage({
+        jsonrpc: '2.0',
+        id,
+        method,
+        ...(record.params !== undefined && { params: record.params }),
+      });
+      if ('refusal' in admitted) return this.#write({ method, error: admitted.refusal.error });
+      this.#shortForm.set(id, method);
+      this.onmessage?.(admitted.message, { authInfo: this.authInfo });
       return;
     }
-    this.onmessage?.(record as JSONRPCMessage, { authInfo: this.authInfo });
+    const admitted = admitMessage(record);
+    if ('refusal' in admitted) return this.#write(admitted.refusal);
+    this.onmessage?.(admitted.message, { authInfo: this.authInfo });
   }
 
   send(message: JSONRPCMessage): Promise<void> {

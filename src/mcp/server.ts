@@ -1,6 +1,6 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { z } from 'zod';
 import type { Caller } from '../ports/caller.js';
@@ -84,7 +84,34 @@ export function createMcpServer(deps: McpServerDeps, fallbackCaller?: Caller): M
     registerPublishedWorkflows(server, deps.published, (extra) => callerOf(extra as { authInfo?: AuthInfo }));
   registerResources(server, deps, callerOf);
   registerPrompts(server, deps, callerOf);
+  answerBadParamsAsInvalid(server);
   return server;
+}
+
+type RequestHandler = (request: unknown, extra: unknown) => Promise<unknown>;
+
+/**
+ * This SDK validates a request's params with its schema inside the handler it registers, and answers a failure
+ * (a zod error, or `new URL` refusing a resource URI) as -32603 Internal error: the client's mistake reported as
+ * the server's. JSON-RPC says -32602 Invalid params. Wraps every handler registered by now (all of them: the
+ * factory registers everything up front) so that those two failures are answered as such; the SDK keeps its
+ * handlers in a private map, the one place to reach them.
+ */
+function answerBadParamsAsInvalid(server: McpServer): void {
+  const handlers = (server.server as unknown as { _requestHandlers: Map<string, RequestHandler> })._requestHandlers;
+  for (const [method, handler] of handlers) {
+    handlers.set(method, async (request, extra) => {
+      try {
+        return await handler(request, extra);
+      } catch (error) {
+        if (error instanceof Error && Array.isArray((error as { issues?: unknown }).issues))
+          throw new McpError(ErrorCode.InvalidParams, `Invalid params: ${error.message}`);
+        if ((error as { code?: unknown }).code === 'ERR_INVALID_URL')
+          throw new McpError(ErrorCode.InvalidParams, 'Invalid params: the URI is not a valid URI');
+        throw error;
+      }
+    });
+  }
 }
 
 /** Catalog errors as this SDK's protocol errors (their code reaches the client). */
