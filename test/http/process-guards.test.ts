@@ -43,14 +43,13 @@ describe('process guards', () => {
     target.emit('unhandledRejection', new Error('nobody awaited me'), Promise.resolve());
     await tick();
     expect(stops).toEqual([]);
-    expect(lines()).toEqual([
-      expect.objectContaining({
-        level: 50,
-        msg: 'unhandled promise rejection; continuing',
-        err: expect.objectContaining({ message: 'nobody awaited me' }),
-        req: request,
-      }),
-    ]);
+    expect(lines()).toHaveLength(1);
+    expect(lines()[0]).toMatchObject({
+      level: 50,
+      msg: 'unhandled promise rejection; continuing',
+      err: { message: 'nobody awaited me' },
+      req: request,
+    });
     expect(await counted()).toEqual({ 'rejection continued': 1 });
   });
 
