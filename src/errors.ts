@@ -191,6 +191,9 @@ interface HttpLikeError {
   expose?: unknown;
 }
 
+/** Why a request holding the NUL character is refused (see src/http/nul-text.ts). */
+export const NUL_MESSAGE = 'Text in a request may not contain the NUL character (U+0000)';
+
 /** Socket errors, and PostgreSQL's "cannot connect now" and connection-exception classes (SQLSTATE 57P0x, 08xxx). */
 const UNREACHABLE_CODES =
   /^(ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN|57P0[1-3]|08\w{3})$/;
@@ -232,6 +235,8 @@ export function toAppError(err: unknown): AppError {
         code: CommonErrorCode.UnsupportedMediaType,
         cause: err,
       });
+    case 'entity.nul':
+      return new BadRequestError(NUL_MESSAGE, { code: CommonErrorCode.BadRequest, cause: err });
     case 'request.aborted':
     case 'request.size.invalid':
     case 'stream.encoding.set':

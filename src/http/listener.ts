@@ -7,6 +7,7 @@ import type { Audience } from '../ports/caller.js';
 import type { Logger } from '../logger.js';
 import { apiVersion } from './api-version.js';
 import type { Metrics } from './metrics.js';
+import { refuseNulInBody, refuseNulInUrl } from './nul-text.js';
 import { ErrorAreas, errorHandler, notFoundHandler } from './render-errors.js';
 import { requestContext } from './request-context.js';
 import { type RouteGroup, mountRoutes } from './route.js';
@@ -76,8 +77,9 @@ export function createListenerApp(options: ListenerAppOptions): express.Express 
   if (options.guard) app.use(options.guard);
   app.use(metrics.httpMiddleware);
   app.use(apiVersion());
-  app.use(express.json({ limit: bodyLimitBytes, type: JSON_TYPES }));
-  app.use(express.urlencoded({ limit: bodyLimitBytes, extended: false }));
+  app.use(refuseNulInUrl());
+  app.use(express.json({ limit: bodyLimitBytes, type: JSON_TYPES, verify: refuseNulInBody('json') }));
+  app.use(express.urlencoded({ limit: bodyLimitBytes, extended: false, verify: refuseNulInBody('form') }));
 
   const gate = startupGate(lifecycle);
   const mount = (group: RouteGroup, gated: boolean) => {
