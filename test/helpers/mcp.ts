@@ -67,14 +67,9 @@ export interface RpcReply {
  * One JSON-RPC request of the 2026-07-28 revision, written by hand: its `_meta` envelope with the capabilities
  * given, and the routing headers. The reply's last message, whether sent as JSON or as a server-sent event.
  */
-export function postModern(
-  app: App,
-  token: string,
-  method: string,
-  params: Record<string, unknown>,
-  capabilities: Record<string, unknown> = {},
-): Promise<RpcReply> {
-  return sendModern(app, token, {
+/** A 2026-07-28 request: the params with the revision's per-request `_meta` envelope. */
+export function modernBody(method: string, params: Record<string, unknown>, capabilities: object = {}) {
+  return {
     jsonrpc: '2.0',
     id: 1,
     method,
@@ -86,7 +81,17 @@ export function postModern(
         'io.modelcontextprotocol/clientCapabilities': capabilities,
       },
     },
-  });
+  };
+}
+
+export function postModern(
+  app: App,
+  token: string,
+  method: string,
+  params: Record<string, unknown>,
+  capabilities: Record<string, unknown> = {},
+): Promise<RpcReply> {
+  return sendModern(app, token, modernBody(method, params, capabilities));
 }
 
 /** Sends a framed JSON-RPC request of the revision with its routing headers: the reply's last message. */

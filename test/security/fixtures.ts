@@ -197,29 +197,13 @@ export const sessionHeaders = (id: string) => ({
   Accept: 'application/json, text/event-stream',
 });
 
-/** The headers of a 2026-07-28 request (its `_meta` envelope is in the body, see `modernBody`). */
+/** The headers of a 2026-07-28 request (its `_meta` envelope is in the body, see `modernBody` in test/helpers/mcp.ts). */
 export function modernHeaders(method: string, name?: string): Record<string, string> {
   return {
     Accept: 'application/json, text/event-stream',
     'Mcp-Protocol-Version': MODERN_REVISION,
     'Mcp-Method': method,
     ...(name !== undefined && { 'Mcp-Name': name }),
-  };
-}
-
-export function modernBody(method: string, params: Record<string, unknown>, capabilities: object = {}) {
-  return {
-    jsonrpc: '2.0',
-    id: 1,
-    method,
-    params: {
-      ...params,
-      _meta: {
-        'io.modelcontextprotocol/protocolVersion': MODERN_REVISION,
-        'io.modelcontextprotocol/clientInfo': { name: 'matrix', version: '1.0.0' },
-        'io.modelcontextprotocol/clientCapabilities': capabilities,
-      },
-    },
   };
 }
 

@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD, PASSWORD } from '../helpers/auth.js';
-import { TASKS_CAPABILITY } from '../helpers/mcp.js';
+import { TASKS_CAPABILITY, modernBody } from '../helpers/mcp.js';
 import { PATCH_OP, SEARCH_REQUEST, USER, BULK_REQUEST } from '../scim/helpers.js';
 import { linear } from '../builder/helpers.js';
 import {
@@ -14,7 +14,6 @@ import {
   buildWorld,
   credentialOf,
   freshToken,
-  modernBody,
   modernHeaders,
   principalToken,
   sessionHeaders,
