@@ -197,8 +197,14 @@ describe('POST /scim/v2/Users', () => {
       ],
       [{ schemas: [USER], userName: 'x', password: 'short' }, 'password must be at least 8 characters', 'invalidValue'],
       [
-        { schemas: [USER], userName: 'x', title: 'a\u0000b' },
+        { schemas: [USER], userName: 'x', title: 'a\u0007b' },
         'title must not contain control characters',
+        'invalidValue',
+      ],
+      // NUL is refused at the door, before any route reads the body.
+      [
+        { schemas: [USER], userName: 'x', title: 'a\u0000b' },
+        'Text in a request may not contain the NUL character (U+0000)',
         'invalidValue',
       ],
       [{ schemas: [USER], userName: 'x'.repeat(257) }, 'userName must be at most 256 characters', 'invalidValue'],
