@@ -8,7 +8,7 @@ import { callerOf } from '../src/http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../src/http/route.js';
 import type { Lifecycle } from '../src/lifecycle.js';
 import type { McpCore } from '../src/mcp/core.js';
-import { guardTransport } from '../src/mcp/guard.js';
+import { type TransportGuard, guardTransport } from '../src/mcp/guard.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { SERVER_INFO, authInfoFor } from '../src/mcp/server.js';
 import { openStreamSlot } from './stream-slot.js';
@@ -38,10 +38,13 @@ export class LegacySseConnections {
     const transport = new SSEServerTransport('/messages', res);
     const server = core.createServer();
     const id = transport.sessionId;
+    const connected: { guard?: TransportGuard } = {};
     const slot = openStreamSlot({ policy: core.policy, metrics: core.metrics, lifecycle }, caller, {
       server: 'sse',
       endsWith: res,
-      onStop: () => void transport.close(),
+      // Requests in flight are answered first (at the drain's deadline, with the stopping error).
+      onStop: () =>
+        void (connected.guard?.settle(lifecycle.deadline) ?? Promise.resolve()).then(() => transport.close()),
       onRelease: () => {
         this.#connections.delete(id);
         void server.close().catch(() => undefined);
@@ -50,7 +53,7 @@ export class LegacySseConnections {
     this.#connections.set(id, { transport, server, callerId: caller.subject });
     transport.onclose = () => slot.release();
     await server.connect(transport);
-    guardTransport(transport, { policy: core.policy, metrics: core.metrics, rateLimit: false });
+    connected.guard = guardTransport(transport, { policy: core.policy, metrics: core.metrics, rateLimit: false });
     res.write(`event: connected\ndata: ${JSON.stringify({ session_id: id, server: SERVER_INFO })}\n\n`);
   }
 

@@ -15,7 +15,7 @@ import type { Lifecycle } from '../src/lifecycle.js';
 import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { BoundedEventStore } from '../src/mcp/event-store.js';
-import { guardTransport } from '../src/mcp/guard.js';
+import { type TransportGuard, guardTransport } from '../src/mcp/guard.js';
 import { callerOfAuthInfo } from '../src/mcp/modern.js';
 import type { McpSessionDirectory, SessionRecord } from '../src/mcp/session-directory.js';
 import { MAX_MESSAGE_DEPTH, nestsWithin } from '../src/mcp/messages.js';
@@ -26,6 +26,8 @@ import { openStreamSlot } from './stream-slot.js';
 interface Session {
   transport: StreamableHTTPServerTransport;
   server: McpServer;
+  /** Lets the session's requests in flight be answered before it closes at shutdown. */
+  guard: TransportGuard;
   /** Who opened it (only they may use it) and how: what other instances need to continue it. */
   record: SessionRecord;
   lastSeen: number;
@@ -128,6 +130,9 @@ export class StreamableHttpSessions {
     this.#stopListening();
     this.#stopNotifying();
     await this.#modern.close();
+    // A request in flight is answered first (at the drain's deadline, with the stopping error), never cut off.
+    const { deadline } = this.options.lifecycle;
+    await Promise.all([...this.#sessions.values()].map((session) => session.guard.settle(deadline)));
     await Promise.all([...this.#sessions.keys()].map((id) => this.#close(id)));
   }
 
@@ -244,9 +249,9 @@ export class StreamableHttpSessions {
       await server.close().catch(() => undefined);
       return undefined;
     }
-    this.#guard(transport);
+    const guard = this.#guard(transport);
     const now = Date.now();
-    const session: Session = { transport, server, record, lastSeen: now, lastRecorded: now };
+    const session: Session = { transport, server, guard, record, lastSeen: now, lastRecorded: now };
     this.#sessions.set(id, session);
     this.options.logger.debug({ session: id }, 'MCP session continued from another instance');
     return session;
@@ -259,12 +264,14 @@ export class StreamableHttpSessions {
       initialize: (req.body as { params: unknown }).params,
     };
     const server = this.options.core.createServer();
+    // The session is recorded while its initialize request is handled, after the guard is in place.
+    const connected: { guard?: TransportGuard } = {};
     const transport = this.#transport(server, record.caller, (id) => {
       const now = Date.now();
-      this.#sessions.set(id, { transport, server, record, lastSeen: now, lastRecorded: now });
+      this.#sessions.set(id, { transport, server, guard: connected.guard!, record, lastSeen: now, lastRecorded: now });
       this.#share(id, record);
     });
-    await this.#connect(server, transport);
+    connected.guard = await this.#connect(server, transport);
     await transport.handleRequest(withAuth(req), res, req.body);
   }
 
@@ -312,14 +319,14 @@ export class StreamableHttpSessions {
   }
 
   /** Connects a server to its transport and guards it. */
-  async #connect(server: McpServer, transport: StreamableHTTPServerTransport): Promise<void> {
+  async #connect(server: McpServer, transport: StreamableHTTPServerTransport): Promise<TransportGuard> {
     await server.connect(transport);
-    this.#guard(transport);
+    return this.#guard(transport);
   }
 
   /** Requests were counted per HTTP request; the guard adds per-method metrics. */
-  #guard(transport: StreamableHTTPServerTransport): void {
-    guardTransport(transport, {
+  #guard(transport: StreamableHTTPServerTransport): TransportGuard {
+    return guardTransport(transport, {
       policy: this.options.core.policy,
       metrics: this.options.core.metrics,
       rateLimit: false,

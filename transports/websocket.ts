@@ -17,7 +17,7 @@ import { type ErrorArea, rawHttpResponse, renderError } from '../src/http/render
 import type { Lifecycle } from '../src/lifecycle.js';
 import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
-import { guardTransport } from '../src/mcp/guard.js';
+import { type TransportGuard, guardTransport } from '../src/mcp/guard.js';
 import { admitMessage } from '../src/mcp/messages.js';
 import { authInfoFor } from '../src/mcp/server.js';
 import { type Caller, CallerErrorCode } from '../src/ports/caller.js';
@@ -228,6 +228,8 @@ export function requestIdOf(req: IncomingMessage): string {
 export class WebSocketEndpoint {
   readonly #wss: WebSocketServer;
   readonly #sockets = new Set<WebSocket>();
+  /** The guard of each served socket: what it waits for before the socket closes at shutdown. */
+  readonly #guards = new WeakMap<WebSocket, TransportGuard>();
   /** Sockets upgraded with `?auth=message` that have not authenticated yet. */
   readonly #pending = new Set<WebSocket>();
   /** Sockets that answered the last ping (or have not been pinged yet). */
@@ -265,7 +267,14 @@ export class WebSocketEndpoint {
     return openStreamSlot({ policy: core.policy, metrics: core.metrics, lifecycle }, caller, {
       server: 'websocket',
       endsWith,
-      onStop: () => socketOf()?.close(1001, 'server shutting down'),
+      // Requests in flight are answered first (at the drain's deadline, with the stopping error).
+      onStop: () => {
+        const socket = socketOf();
+        const guard = socket && this.#guards.get(socket);
+        void (guard?.settle(lifecycle.deadline) ?? Promise.resolve()).then(() =>
+          socket?.close(1001, 'server shutting down'),
+        );
+      },
       heartbeat: {
         intervalMs: HEARTBEAT_MS,
         beat: () => {
@@ -388,7 +397,15 @@ export class WebSocketEndpoint {
       void server.close().catch(() => undefined);
     });
     await server.connect(transport);
-    guardTransport(transport, { policy: core.policy, metrics: core.metrics, fallbackCaller: caller, rateLimit: true });
+    this.#guards.set(
+      ws,
+      guardTransport(transport, {
+        policy: core.policy,
+        metrics: core.metrics,
+        fallbackCaller: caller,
+        rateLimit: true,
+      }),
+    );
     for (const data of early) transport.deliver(data);
   }
 
