@@ -84,7 +84,7 @@ export class ApiKeysService {
       }
       await store.insertKey(trx, row);
     });
-    await this.#audit('api_key.created', userId, row, client);
+    await this.#audit('api_key.created', userId, row.id, client);
     return { ...toInfo(row), api_key: key };
   }
 
@@ -101,14 +101,14 @@ export class ApiKeysService {
   async rotate(userId: string, keyId: string, client: ClientInfo): Promise<{ key_id: string; new_api_key: string }> {
     const key = `${KEY_PREFIX}${base62(48)}`;
     const row = await this.#advance(userId, keyId, hashSecret(key));
-    await this.#audit('api_key.rotated', userId, row, client);
+    await this.#audit('api_key.rotated', userId, row.id, client, row.generation + 1);
     return { key_id: row.id, new_api_key: key };
   }
 
   /** Another user's key is reported as missing: its existence is not theirs to learn. */
   async delete(userId: string, keyId: string, client: ClientInfo): Promise<void> {
     if (!(await store.deleteKey(this.deps.db.kysely, userId, keyId))) throw keyNotFound();
-    await this.#audit('api_key.deleted', userId, { id: keyId, generation: 0 }, client);
+    await this.#audit('api_key.deleted', userId, keyId, client);
   }
 
   /** Erasure: deletes every key of the user through `db` (the erasure's transaction); returns how many. */
@@ -167,18 +167,20 @@ export class ApiKeysService {
     return { row, user };
   }
 
+  /** `generation`: the one a rotation moved the key to. */
   #audit(
     type: 'api_key.created' | 'api_key.rotated' | 'api_key.deleted',
     userId: string,
-    row: Pick<KeyRow, 'id' | 'generation'>,
+    keyId: string,
     client: ClientInfo,
+    generation?: number,
   ): Promise<void> {
     return this.deps.audit.record({
       type,
       actorId: userId,
       ipAddress: client.ip,
       userAgent: client.userAgent,
-      details: { key_id: row.id, ...(type === 'api_key.rotated' && { generation: row.generation + 1 }) },
+      details: { key_id: keyId, ...(generation !== undefined && { generation }) },
     });
   }
 

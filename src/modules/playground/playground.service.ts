@@ -188,17 +188,15 @@ const turnLock = (sessionId: string) => `playground:turn:${sessionId}`;
  * for each turn its spans, log records and what they add up to, all kept in the service's database.
  */
 export class PlaygroundService {
-  /** Turns running on this instance, by session, with what stops each. */
-  readonly #running = new Map<string, AbortController>();
-  /** The user of each session with a turn running here: whose session the turn's spans are kept in. */
-  readonly #turnOwners = new Map<string, string>();
+  /** Turns running on this instance, by session: what stops each, and whose session its spans are kept in. */
+  readonly #running = new Map<string, { stop: AbortController; userId: string }>();
   /** Span writes not yet finished, so a turn's trace is stored before the turn is reported ended. */
   readonly #spanWrites = new Set<Promise<void>>();
 
   constructor(private readonly deps: PlaygroundDeps) {
     deps.telemetry.collect(SESSION_ATTRIBUTE, (sessionId, span) => this.#keepSpan(sessionId, span));
     this.#stopListening = deps.turns.broadcast.subscribe(CANCEL_CHANNEL, (sessionId) =>
-      this.#running.get(sessionId)?.abort(),
+      this.#running.get(sessionId)?.stop.abort(),
     );
   }
 
@@ -324,14 +322,12 @@ export class PlaygroundService {
     const stop = new AbortController();
     const onAbort = () => stop.abort();
     signal.addEventListener('abort', onAbort, { once: true });
-    this.#running.set(sessionId, stop);
-    this.#turnOwners.set(sessionId, session.user_id);
+    this.#running.set(sessionId, { stop, userId: session.user_id });
     try {
       yield* this.#runTurn(caller, session, message, stop.signal);
     } finally {
       signal.removeEventListener('abort', onAbort);
       this.#running.delete(sessionId);
-      this.#turnOwners.delete(sessionId);
       await this.deps.turns.locks.reset(lock).catch(() => undefined);
     }
   }
@@ -557,7 +553,7 @@ export class PlaygroundService {
   }
 
   #keepSpan(sessionId: string, span: FinishedSpan): void {
-    const userId = this.#turnOwners.get(sessionId);
+    const userId = this.#running.get(sessionId)?.userId;
     // Only a turn running here names a session in its trace; a span that outlives its turn has no one to keep it.
     if (userId === undefined) {
       this.deps.logger.debug({ sessionId }, 'playground span outside a turn not kept');
