@@ -69,6 +69,11 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
     lifecycle: new Lifecycle(),
     metrics: createMetrics(),
     announce: overrides.announce ?? ((message: string) => process.stderr.write(`${message}\n`)),
+    listenerUrl: (name) => {
+      const listener = http.listeners.get(name);
+      if (!listener) throw new Error(`unknown listener ${name}`);
+      return listener.url;
+    },
   };
   const { logger, lifecycle } = base;
   const infrastructure = buildInfrastructure(config, base);

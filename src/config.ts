@@ -26,6 +26,25 @@ const redisUrl = z
   .optional()
   .refine((v) => v === undefined || /^rediss?:\/\/.+/.test(v), { message: 'must be redis://… or rediss://…' });
 
+/** A command the service may start as a stdio MCP server: its executable, arguments and environment. */
+const stdioCommand = z.object({
+  command: z.string().min(1),
+  args: z.array(z.string()).default([]),
+  env: z.record(z.string(), z.string()).default({}),
+  description: z.string().max(500).default(''),
+});
+export type StdioCommand = z.output<typeof stdioCommand>;
+const stdioCommands = z.record(z.string().regex(/^[a-z][a-z0-9-]{0,39}$/), stdioCommand);
+
+/** JSON written inline, or the path of a file holding it; undefined when neither parses. */
+function readJsonOrFile(text: string): unknown {
+  try {
+    return JSON.parse(text.trim().startsWith('{') ? text : readFileSync(text, 'utf8'));
+  } catch {
+    return undefined;
+  }
+}
+
 const ulid = z.string().regex(/^[0-9A-HJKMNP-TV-Z]{26}$/, 'must be a ULID');
 
 const KEY_ENCRYPTION_KEY_BYTES = 32;
@@ -87,6 +106,7 @@ const envSchema = z.object({
     .optional(),
   NODE_ENV: z.string().optional(),
   PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
+  PLAYGROUND_PUBLIC_URL: z.url({ protocol: /^https?$/ }).optional(),
   TRUST_PROXY: z
     .string()
     .regex(/^(true|false|\d+|[\w.:/]+(\s*,\s*[\w.:/]+)*)$/, {
@@ -115,6 +135,23 @@ const envSchema = z.object({
   SEARCH_URL: optionalUrl,
   OTEL_EXPORTER_OTLP_ENDPOINT: optionalUrl,
   OTEL_SERVICE_NAME: z.string().min(1).max(128).default('agent-service'),
+  CONNECTIONS_PRIVATE_HOSTS: optionalText,
+  CONNECTIONS_STDIO_COMMANDS: z
+    .string()
+    .optional()
+    .transform((text, ctx) => {
+      if (text === undefined || text.trim() === '') return {};
+      const parsed = stdioCommands.safeParse(readJsonOrFile(text));
+      if (parsed.success) return parsed.data;
+      ctx.addIssue({
+        code: 'custom',
+        message:
+          'must be a JSON object (or the path of a JSON file) of {"<name>": {"command", "args"?, "env"?, "description"?}}',
+      });
+      return z.NEVER;
+    }),
+  CONNECTIONS_TIMEOUT_MS: positiveInt(30_000),
+  CONNECTIONS_MAX_RESPONSE_BYTES: positiveInt(4 * 1024 * 1024),
   PLAYGROUND_MAX_MESSAGE_CHARS: positiveInt(32_000),
   PLAYGROUND_WS_AUTH_TIMEOUT_MS: positiveInt(5_000),
   PLAYGROUND_WS_HEARTBEAT_MS: positiveInt(25_000),
@@ -178,6 +215,8 @@ export interface Config {
   ports: { main: number; playground: number; builder: number };
   /** Base URL of the main listener as clients reach it: the token issuer, and https means Secure cookies. */
   publicUrl: string;
+  /** Base URL of the playground as people reach it (where they are sent to connect an account), when set. */
+  playgroundPublicUrl: string | undefined;
   /** Express `trust proxy` setting: whose X-Forwarded-For to believe for client addresses. */
   trustProxy: boolean | number | string;
   database: DatabaseTarget;
@@ -232,6 +271,17 @@ export interface Config {
     sessionMode: 'stateful' | 'stateless';
     /** Who `agent-service stdio` acts as: a username, or an API key; by default the bootstrap administrator. */
     stdio: { username?: string; apiKey?: string };
+  };
+  /** Other MCP servers the service connects to as a client. */
+  connections: {
+    /** Hosts and CIDR ranges outbound requests may reach though private or loopback ('*': any). */
+    privateHosts: string[];
+    /** The commands an administrator may run as stdio servers, by name: never a command line from a request. */
+    stdioCommands: Record<string, StdioCommand>;
+    /** How long an upstream has to answer (headers of an HTTP response, a tool call). */
+    timeoutMs: number;
+    /** The largest upstream response read (an HTTP body, a stdio message), in bytes. */
+    maxResponseBytes: number;
   };
   /** A SearXNG instance for `search_web`; without it the service searches its own conversations. */
   searchUrl: string | undefined;
@@ -296,6 +346,14 @@ function readConfigFile(path: string): Record<string, unknown> {
   }
 }
 
+/** A comma-separated list, trimmed, without empty items. */
+function listOf(value: string | undefined): string[] {
+  return (value ?? '')
+    .split(',')
+    .map((item) => item.trim())
+    .filter(Boolean);
+}
+
 function toTrustProxy(value: string | undefined): boolean | number | string {
   if (value === undefined || value === 'false') return false;
   if (value === 'true') return true;
@@ -328,6 +386,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
     host: env.HOST,
     ports: { main: env.PORT, playground: env.PLAYGROUND_PORT, builder: env.BUILDER_PORT },
     publicUrl,
+    playgroundPublicUrl: env.PLAYGROUND_PUBLIC_URL && `${env.PLAYGROUND_PUBLIC_URL.replace(/\/$/, '')}/`,
     trustProxy: toTrustProxy(env.TRUST_PROXY),
     database: toDatabaseTarget(env.DATABASE_URL),
     redis: env.REDIS_URL
@@ -347,10 +406,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
       mcpAuthorizationServer:
         env.MCP_AUTHORIZATION_SERVER ?? (env.AUTH_PROVIDER === 'oidc' ? 'identity_provider' : 'service'),
       mcpTokenAudience: env.MCP_TOKEN_AUDIENCE ?? `${publicUrl}/mcp`,
-      clientMetadataPrivateHosts: (env.MCP_CLIENT_METADATA_PRIVATE_HOSTS ?? '')
-        .split(',')
-        .map((host) => host.trim())
-        .filter(Boolean),
+      clientMetadataPrivateHosts: listOf(env.MCP_CLIENT_METADATA_PRIVATE_HOSTS),
       adminUsername: env.ADMIN_USERNAME,
       adminPassword: env.ADMIN_PASSWORD,
       adminEmail: env.ADMIN_EMAIL ?? defaultAdminEmail(env.ADMIN_USERNAME),
@@ -400,6 +456,12 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
         ...(env.STDIO_USER && { username: env.STDIO_USER }),
         ...(env.STDIO_API_KEY && { apiKey: env.STDIO_API_KEY }),
       },
+    },
+    connections: {
+      privateHosts: listOf(env.CONNECTIONS_PRIVATE_HOSTS),
+      stdioCommands: env.CONNECTIONS_STDIO_COMMANDS,
+      timeoutMs: env.CONNECTIONS_TIMEOUT_MS,
+      maxResponseBytes: env.CONNECTIONS_MAX_RESPONSE_BYTES,
     },
     searchUrl: env.SEARCH_URL,
     telemetry: { serviceName: env.OTEL_SERVICE_NAME, otlpEndpoint: env.OTEL_EXPORTER_OTLP_ENDPOINT },

@@ -1,6 +1,6 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
-import { BadRequestError, CommonErrorCode, NotFoundError } from '../src/errors.js';
+import { BadRequestError, CommonErrorCode, ForbiddenError, NotFoundError } from '../src/errors.js';
 import { callerOf } from '../src/http/authenticate.js';
 import { mcpErrorCode } from '../src/http/render-errors.js';
 import { type RouteDefinition, type RouteGroup, defineRoute } from '../src/http/route.js';
@@ -11,6 +11,7 @@ import { rateHeaders } from '../src/mcp/policy.js';
 import { NOT_FOUND_DATA, SERVER_CAPABILITIES, SERVER_INFO } from '../src/mcp/server.js';
 import type { ChatTurnRequest, ChatTurnService } from '../src/modules/agent/index.js';
 import type { Caller } from '../src/ports/caller.js';
+import { ConnectedToolErrorCode } from '../src/ports/connected-tools.js';
 import { openStreamSlot } from './stream-slot.js';
 
 /**
@@ -81,12 +82,22 @@ function call(core: McpCore, caller: Caller, method: string, params?: Record<str
   return answered(core.request(caller, method, params));
 }
 
+/** JSON-RPC's code for a request that needs the user to visit a URL first (an account to connect). */
+const URL_ELICITATION_REQUIRED = -32042;
+
 /** The server's answer, with a JSON-RPC error mapped to the MCP error body's HTTP status. */
 async function answered<T>(request: Promise<T>): Promise<T> {
   try {
     return await request;
   } catch (error) {
     if (error instanceof JsonRpcError) {
+      // -32042: the caller must connect an account at a connected server first; where travels with the 403.
+      const elicitations = (error.data as { elicitations?: { url?: unknown }[] } | undefined)?.elicitations;
+      if (error.code === URL_ELICITATION_REQUIRED && typeof elicitations?.[0]?.url === 'string')
+        throw new ForbiddenError(error.message.replace(/^MCP error -?\d+: /, ''), {
+          code: ConnectedToolErrorCode.AccountRequired,
+          extra: { connect_url: elicitations[0].url },
+        });
       // -32002: no such resource; data.status 404: an argument names something the caller may not see.
       if (error.code === -32002 || (error.data as { status?: unknown } | undefined)?.status === NOT_FOUND_DATA.status)
         throw new NotFoundError(error.message.replace(/^MCP error -?\d+: /, ''), { code: CommonErrorCode.NotFound });

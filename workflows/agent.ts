@@ -1,3 +1,4 @@
+import { needsOf } from '../src/ports/connected-tools.js';
 import { Annotation, END, type LangGraphRunnableConfig, START, StateGraph } from '@langchain/langgraph';
 import type { ChatMessage, LlmProvider, ToolCall, ToolSpec, Usage } from '../src/adapters/llm/port.js';
 import type { Logger } from '../src/logger.js';
@@ -127,7 +128,14 @@ function buildGraph(deps: AgentDeps, turn: AgentTurn, tools: ToolSpec[], maxStep
         turn.signal,
       );
       const content = resultText(result);
-      emit(config, { type: 'tool_result', name: call.name, content, isError: result.isError === true });
+      const needs = needsOf(result);
+      emit(config, {
+        type: 'tool_result',
+        name: call.name,
+        content,
+        isError: result.isError === true,
+        ...(needs && { needs }),
+      });
       results.push({ role: 'tool', content, toolCallId: call.id, name: call.name });
     }
     return { messages: results };

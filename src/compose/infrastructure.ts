@@ -63,6 +63,31 @@ export interface Infrastructure {
   broadcast: Broadcast;
   /** The checks of every dependency built here (database, session store, authorization, identity, LLM). */
   healthChecks: HealthCheck[];
+  /** A circuit breaker per connected MCP server, made on first use. */
+  breakerFor(connectionId: string): CircuitBreaker;
+}
+
+/** Failures of an upstream's connection, by the MCP SDK's codes and the socket's. */
+const UPSTREAM_UNREACHABLE =
+  /^(CONNECTION_CLOSED|SEND_FAILED|NOT_CONNECTED|ECONNREFUSED|ECONNRESET|ETIMEDOUT|EPIPE|EHOSTUNREACH|ENOTFOUND|EAI_AGAIN)$/;
+
+/**
+ * Whether an upstream MCP server's failure says it is out of reach (refused or dropped connections, no response
+ * headers in time), rather than an answer of its own: a JSON-RPC error, a result that fails its schema, one call
+ * that took too long or was too large, or a request the outbound guard refused leave the breaker closed.
+ */
+function isUpstreamOutage(error: unknown): boolean {
+  const { code, limit, message, cause } = error as {
+    code?: unknown;
+    limit?: unknown;
+    message?: unknown;
+    cause?: unknown;
+  };
+  if (code === 'outbound_limit') return limit === 'timeout';
+  if (typeof code === 'string' && UPSTREAM_UNREACHABLE.test(code)) return true;
+  if (typeof (cause as { code?: unknown } | undefined)?.code === 'string')
+    return UPSTREAM_UNREACHABLE.test((cause as { code: string }).code);
+  return typeof message === 'string' && /fetch failed|connection closed|socket hang up/i.test(message);
 }
 
 export function buildInfrastructure(config: Config, deps: { logger: Logger; now: () => Date }): Infrastructure {
@@ -127,7 +152,24 @@ export function buildInfrastructure(config: Config, deps: { logger: Logger; now:
     serviceVersion: SERVICE_VERSION,
     ...(config.telemetry.otlpEndpoint && { otlpEndpoint: config.telemetry.otlpEndpoint }),
   });
+  const upstreamBreakers = new Map<string, CircuitBreaker>();
   return {
+    breakerFor(connectionId) {
+      let breaker = upstreamBreakers.get(connectionId);
+      if (!breaker) {
+        if (upstreamBreakers.size >= 10_000) upstreamBreakers.clear();
+        breaker = new CircuitBreaker({
+          dependency: 'connected MCP server',
+          ...clock,
+          logger,
+          isOutage: isUpstreamOutage,
+          cooldownMs: 2_000,
+          retryAfterSeconds: 2,
+        });
+        upstreamBreakers.set(connectionId, breaker);
+      }
+      return breaker;
+    },
     db,
     redis,
     telemetry,

@@ -9,6 +9,8 @@ import { createApiKeysModule } from '../modules/api-keys/index.js';
 import { createAuditModule } from '../modules/audit/index.js';
 import { createBuilderModule, type WorkflowTools } from '../modules/builder/index.js';
 import { KeyEncryption, createAuthModule } from '../modules/auth/index.js';
+import { type ConnectionOperations, createConnectionsModule } from '../modules/connections/index.js';
+import { needsOf } from '../ports/connected-tools.js';
 import { createConversationsModule } from '../modules/conversations/index.js';
 import { type ErasureStep, createDataSubjectModule } from '../modules/data-subject/index.js';
 import { createHealthModule } from '../modules/health/index.js';
@@ -27,6 +29,7 @@ import { userObject } from '../ports/subjects.js';
 import type { Metrics } from '../http/metrics.js';
 import { builtWebRoot } from '../http/static-site.js';
 import type { WebUiSettings } from '../http/web-ui-settings.js';
+import type { ListenerName } from '../http/listener.js';
 import { SERVICE_VERSION } from '../version.js';
 import { TOOLS } from '../../tools/index.js';
 import { createAgent } from '../../workflows/agent.js';
@@ -52,6 +55,8 @@ export interface Base {
   metrics: Metrics;
   /** Shows a one-time secret to the operator, outside the structured logs. */
   announce: (message: string) => void;
+  /** Where a listener is reached (its bound address), once the listeners exist. */
+  listenerUrl: (name: ListenerName) => string;
 }
 
 export interface ModuleOptions {
@@ -152,6 +157,26 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
   const conversations = createConversationsModule({ db: db.kysely, authz, now });
   const search = infrastructure.search(conversations.service);
 
+  const connections = createConnectionsModule({
+    db: db.kysely,
+    authz,
+    audit: audit.service,
+    // Sealed with the key-encryption key, bound to where each secret is kept.
+    sealer: {
+      seal: (context, text) => keyEncryption.seal(context, text),
+      open: (context, stored) => keyEncryption.open(context, stored),
+    },
+    logger,
+    now,
+    registry: base.metrics.registry,
+    config: config.connections,
+    publicUrl: config.publicUrl,
+    breakerFor: (id) => infrastructure.breakerFor(id),
+    approvals: stores.ephemeral,
+    // The configured address, else the playground listener's own (known once it listens).
+    connectPage: () => config.playgroundPublicUrl ?? `${base.listenerUrl('playground')}/`,
+  });
+
   // The MCP policy admits chat turns; the MCP tools are what the agent may call (bound once both exist).
   const policy = new McpPolicy({ authz, counters: stores.counters, limits: config.mcp, now });
   const model = { provider: llm.provider, model: llm.model };
@@ -172,6 +197,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
   const mcp = createMcpModule({
     policy,
     tools: TOOLS,
+    connected: connections.service.catalog,
     services: {
       logger,
       authz,
@@ -238,7 +264,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     db: db.kysely,
     authz,
     llm,
-    tools: workflowTools(mcp.service.tools),
+    tools: workflowTools(mcp.service.tools, connections.service),
     resources: (caller) => mcpResources(mcp.service.core, caller),
     checkpointer,
     deleteThread: async (threadId) => (await checkpointer()).deleteThread(threadId),
@@ -258,6 +284,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     principals,
     scim,
     conversations,
+    connections,
     agent,
     mcp,
     playground,
@@ -290,6 +317,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     principals: principals.service,
     scim: scim.service,
     conversations: conversations.service,
+    connections: connections.service,
     agent: agent.service,
     mcp: mcp.service,
     playground: playground.service,
@@ -305,21 +333,30 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
 }
 
 /** The MCP tools as workflows use them: the ones the agent may call, through the policy point, as the caller. */
-function workflowTools(executor: ToolExecutor): WorkflowTools {
+function workflowTools(executor: ToolExecutor, connections: ConnectionOperations): WorkflowTools {
   return {
     async catalog(caller: Caller) {
-      const known = new Set(executor.tools.map((t) => t.name));
       const permitted = new Set((await executor.specsFor(caller)).map((t) => t.name));
+      // A connected tool the caller may use is known; one of a server they cannot use is unknown to them.
+      const known = new Set([...executor.tools.map((t) => t.name), ...permitted]);
       return { known, permitted };
     },
     list: (caller) => executor.specsFor(caller),
+    async approve(caller, approvalId) {
+      await connections.decide(caller, approvalId, true);
+    },
     async call(caller, name, args, signal) {
       const result = await executor.execute(name, args, caller, { signal });
+      const needs = needsOf(result);
       const text = result.content
         .map((part) => (part.type === 'text' ? part.text : ''))
         .filter(Boolean)
         .join('\n');
-      return { text, isError: result.isError === true };
+      return {
+        text,
+        isError: result.isError === true,
+        ...(needs?.kind === 'approval' && { approvalId: needs.approval_id }),
+      };
     },
   };
 }

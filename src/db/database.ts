@@ -30,6 +30,12 @@ import type {
   OAuthRefreshTokensTable,
 } from '../modules/oauth/oauth.tables.js';
 import type { McpTasksTable } from '../mcp/tasks.tables.js';
+import type {
+  McpConnectionAccountsTable,
+  McpConnectionSignInsTable,
+  McpConnectionToolsTable,
+  McpConnectionsTable,
+} from '../modules/connections/connections.tables.js';
 import type { ServicePrincipalsTable } from '../modules/service-principals/service-principals.tables.js';
 import type { SystemSettingsTable } from '../modules/system/system.tables.js';
 import type { GroupMembersTable, GroupsTable, UserIdentitiesTable, UsersTable } from '../modules/users/users.tables.js';
@@ -69,4 +75,8 @@ export interface Database {
   oauth_codes: OAuthCodesTable;
   oauth_refresh_tokens: OAuthRefreshTokensTable;
   mcp_tasks: McpTasksTable;
+  mcp_connections: McpConnectionsTable;
+  mcp_connection_accounts: McpConnectionAccountsTable;
+  mcp_connection_tools: McpConnectionToolsTable;
+  mcp_connection_sign_ins: McpConnectionSignInsTable;
 }

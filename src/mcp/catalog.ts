@@ -7,6 +7,7 @@ import type { ConversationsService } from '../modules/conversations/index.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
 import type { McpPolicy } from './policy.js';
 import { type PublishedWorkflows, describePublished } from './published.js';
+import { listGatewayTools } from './connected.js';
 import { type LogLevel, type ToolDefinition, type ToolExecutor, objectSchema, refusalResult } from './tools.js';
 import type { ToolOutcome, ToolRefusal } from './tools.js';
 
@@ -119,16 +120,20 @@ export function toolConfig(tool: ToolDefinition) {
   };
 }
 
-/** The tools this caller may see: the service's own, then the published workflows it may run. */
+/**
+ * The tools this caller may see: the service's own, then the published workflows it may run, then the tools of
+ * connected servers offered to MCP clients.
+ */
 export async function listTools(deps: McpServerDeps, caller: Caller | undefined): Promise<Tool[]> {
   if (!caller) return [];
   const names = deps.executor.tools.map((t) => t.name);
   const visible = new Set(await deps.policy.visibleTools(caller, names));
   const tools = deps.executor.tools.filter((t) => visible.has(t.name)).map(describeTool);
-  if (!deps.published) return tools;
+  const connected = await listGatewayTools(deps.executor, caller);
+  if (!deps.published) return [...tools, ...connected];
   const runnable = await deps.published.runnableBy(caller);
   const published = deps.published.list().filter((w) => runnable.has(w.workflowId));
-  return [...tools, ...published.map(describePublished)];
+  return [...tools, ...published.map(describePublished), ...connected];
 }
 
 /**

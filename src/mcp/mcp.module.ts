@@ -6,6 +6,7 @@ import type { Database } from '../db/database.js';
 import type { Logger } from '../logger.js';
 import type { Module } from '../ports/module.js';
 import { type Caller, principalSubject } from '../ports/caller.js';
+import type { ConnectedTools } from '../ports/connected-tools.js';
 import type { HealthCheck } from '../ports/health.js';
 import { userObject } from '../ports/subjects.js';
 import { conversationUri } from './catalog.js';
@@ -23,6 +24,8 @@ export interface McpModuleDeps {
   tools: ToolDefinition[];
   /** What the tools work with. */
   services: ToolServices;
+  /** The tools of connected MCP servers, offered beside the service's own. */
+  connected?: ConnectedTools;
   /** Facts for the server-information resource (provider names). */
   describe: () => Record<string, unknown>;
   registry: Registry;
@@ -76,7 +79,10 @@ function mcpServerHealthCheck(core: McpCore): HealthCheck {
 export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
   const { policy, services, logger } = deps;
   const metrics = createMcpMetrics(deps.registry);
-  const tools = new ToolExecutor({ services, policy, metrics }, deps.tools);
+  const tools = new ToolExecutor(
+    { services, policy, metrics, ...(deps.connected && { connected: deps.connected }) },
+    deps.tools,
+  );
   const tasks = new McpTasks({
     db: deps.db,
     broadcast: deps.broadcast,

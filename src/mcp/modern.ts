@@ -12,6 +12,7 @@ import {
   ResourceNotFoundError,
   ResourceTemplate,
   type ServerContext,
+  UrlElicitationRequiredError,
   createRequestStateCodec,
   inputRequired,
 } from '@modelcontextprotocol/server';
@@ -34,6 +35,7 @@ import {
   toolConfig,
   unauthenticated,
 } from './catalog.js';
+import { callGatewayTool } from './connected.js';
 import { missingScope } from './policy.js';
 import {
   PUBLISHED_ANNOTATIONS,
@@ -240,6 +242,7 @@ export function createModernMcpServer(
   server.server.setRequestHandler('tools/list', async () => ({
     tools: (await listTools(deps, caller)) as unknown as ListToolsResult['tools'],
   }));
+  serveGatewayTools(server, deps, caller);
 
   if (tasks) {
     const owner = () => caller ?? rethrown(unauthenticated());
@@ -283,6 +286,32 @@ export function createModernMcpServer(
     );
   }
   return server;
+}
+
+type ModernHandler = (request: unknown, ctx: ServerContext) => Promise<unknown>;
+
+/**
+ * Calls of connected servers' tools (gateway mode) reach the executor before the SDK's own `tools/call`. A tool
+ * that asks first is not run here (this revision's clients answer questions in a later request, which a call of an
+ * upstream tool does not wait for); an account the caller has not connected is a URL elicitation naming where.
+ */
+function serveGatewayTools(server: McpServer, deps: McpServerDeps, caller: Caller | undefined): void {
+  const handlers = (server.server as unknown as { _requestHandlers: Map<string, ModernHandler> })._requestHandlers;
+  const builtIn = handlers.get('tools/call')!;
+  handlers.set('tools/call', async (request, ctx) => {
+    const { params } = request as { params?: { name?: unknown; arguments?: unknown } };
+    const result = await callGatewayTool(deps.executor, caller, params?.name, params?.arguments, {
+      signal: ctx.mcpReq.signal,
+      ask: () => Promise.resolve(false),
+      accountRequired: (error) => {
+        throw new UrlElicitationRequiredError(
+          [{ mode: 'url', url: error.connectUrl, message: error.message, elicitationId: randomUUID() }],
+          error.message,
+        );
+      },
+    });
+    return result ?? builtIn(request, ctx);
+  });
 }
 
 /**

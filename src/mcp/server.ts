@@ -1,6 +1,13 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import { ErrorCode, ListToolsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { randomUUID } from 'node:crypto';
+import {
+  ElicitResultSchema,
+  ErrorCode,
+  ListToolsRequestSchema,
+  McpError,
+  UrlElicitationRequiredError,
+} from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import type { z } from 'zod';
 import type { Caller } from '../ports/caller.js';
@@ -17,6 +24,7 @@ import {
   listTools,
   toolConfig,
 } from './catalog.js';
+import { APPROVAL_SCHEMA, callGatewayTool } from './connected.js';
 import { registerPublishedWorkflows } from './published.js';
 import type { ToolRefusal } from './tools.js';
 
@@ -84,9 +92,54 @@ export function createMcpServer(deps: McpServerDeps, fallbackCaller?: Caller): M
     registerPublishedWorkflows(server, deps.published, (extra) => callerOf(extra as { authInfo?: AuthInfo }));
   registerResources(server, deps, callerOf);
   registerPrompts(server, deps, callerOf);
+  serveGatewayTools(server, deps, callerOf);
   answerBadParamsAsInvalid(server);
   return server;
 }
+
+/**
+ * Calls of connected servers' tools (gateway mode) go to the executor before the SDK's own `tools/call`, which
+ * knows only the tools registered on it. A tool that asks first is put to the client's user by elicitation; an
+ * account the caller has not connected is a URL elicitation (`URLElicitationRequiredError`) naming where.
+ */
+function serveGatewayTools(server: McpServer, deps: McpServerDeps, callerOf: CallerOf): void {
+  const handlers = (server.server as unknown as { _requestHandlers: Map<string, RequestHandler> })._requestHandlers;
+  const builtIn = handlers.get('tools/call')!;
+  handlers.set('tools/call', async (request, extra) => {
+    const { params } = request as { params?: { name?: unknown; arguments?: unknown } };
+    const context = extra as RequestExtra;
+    const result = await callGatewayTool(deps.executor, callerOf(context), params?.name, params?.arguments, {
+      signal: context.signal,
+      ask: async (message) => {
+        const answer = await context
+          .sendRequest(
+            { method: 'elicitation/create', params: { mode: 'form', message, requestedSchema: APPROVAL_SCHEMA } },
+            ElicitResultSchema,
+            { timeout: 10 * 60_000 },
+          )
+          .catch(() => undefined);
+        return answer?.action === 'accept' && answer.content?.approve === true;
+      },
+      accountRequired: (error) => {
+        throw new UrlElicitationRequiredError(
+          [{ mode: 'url', url: error.connectUrl, message: error.message, elicitationId: randomUUID() }],
+          error.message,
+        );
+      },
+    });
+    return result ?? builtIn(request, extra);
+  });
+}
+
+type RequestExtra = {
+  authInfo?: AuthInfo;
+  signal: AbortSignal;
+  sendRequest: (
+    request: { method: string; params: Record<string, unknown> },
+    schema: typeof ElicitResultSchema,
+    options: { timeout: number },
+  ) => Promise<{ action: string; content?: Record<string, unknown> }>;
+};
 
 type RequestHandler = (request: unknown, extra: unknown) => Promise<unknown>;
 

@@ -8,6 +8,14 @@ import type { Logger } from '../logger.js';
 import type { ChatTurnService } from '../modules/agent/index.js';
 import type { WorkflowRuns } from '../modules/builder/index.js';
 import type { Caller } from '../ports/caller.js';
+import {
+  AccountRequiredError,
+  CONNECTED_SEPARATOR,
+  type ConnectedTool,
+  type ConnectedTools,
+  NEEDS_META_KEY,
+  type ToolNeeds,
+} from '../ports/connected-tools.js';
 import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
 import type { McpMetrics } from './metrics.js';
@@ -73,6 +81,9 @@ export interface ToolRefusal {
 /** What running a tool comes to: its result (a tool error included), or a refusal of the call. */
 export type ToolOutcome = { kind: 'completed'; result: CallToolResult } | ToolRefusal;
 
+/** The id of a connected tool's authorization object (`tool:<id>`), as the policy point takes tool names. */
+const objectIdOf = (tool: ConnectedTool): string => tool.object.slice('tool:'.length);
+
 const objects = new WeakMap<z.ZodRawShape, z.ZodObject>();
 
 /**
@@ -131,7 +142,13 @@ export class ToolExecutor {
   readonly #parameters = new Map<string, Record<string, unknown>>();
 
   constructor(
-    private readonly deps: { services: ToolServices; policy: McpPolicy; metrics: McpMetrics },
+    private readonly deps: {
+      services: ToolServices;
+      policy: McpPolicy;
+      metrics: McpMetrics;
+      /** The tools of connected MCP servers, offered beside the service's own. */
+      connected?: ConnectedTools;
+    },
     tools: ToolDefinition[],
   ) {
     for (const tool of tools) this.#tools.set(tool.name, tool);
@@ -145,7 +162,10 @@ export class ToolExecutor {
     return this.#tools.get(name);
   }
 
-  /** The tools the caller may see, as the model sees them (for the agent's tool loop). */
+  /**
+   * The tools the caller may see, as the model sees them (for the agent's tool loop and the builder): the service's
+   * own, then those of the connected servers the caller may use.
+   */
   async specsFor(caller: Caller, filter: (tool: ToolDefinition) => boolean = (t) => t.forAgent): Promise<ToolSpec[]> {
     const candidates = this.tools.filter(filter);
     const visible = new Set(
@@ -154,9 +174,100 @@ export class ToolExecutor {
         candidates.map((t) => t.name),
       ),
     );
-    return candidates
+    const own = candidates
       .filter((t) => visible.has(t.name))
       .map((t) => ({ name: t.name, description: t.description, parameters: this.#parametersOf(t) }));
+    const connected = (await this.connectedFor(caller)).map((t) => ({
+      name: t.name,
+      description: `${t.description}\n(A tool of the connected server ${t.server.name}.)`,
+      parameters: t.inputSchema,
+      server: t.server,
+      upstreamName: t.upstreamName,
+      annotations: t.annotations,
+    }));
+    return [...own, ...connected];
+  }
+
+  /**
+   * The connected servers' tools the caller may see (`viewer` on each tool's object at the policy point);
+   * `gateway` narrows them to those offered to MCP clients. None when no server is connected, or when listing fails.
+   */
+  async connectedFor(caller: Caller, options: { gateway?: boolean } = {}): Promise<ConnectedTool[]> {
+    if (!this.deps.connected) return [];
+    const tools = await this.deps.connected.list(caller, options).catch((error: unknown) => {
+      this.deps.services.logger.warn({ err: error }, 'listing connected tools failed');
+      return [];
+    });
+    if (tools.length === 0) return tools;
+    const visible = new Set(await this.deps.policy.visibleTools(caller, tools.map(objectIdOf)));
+    return tools.filter((t) => visible.has(objectIdOf(t)));
+  }
+
+  /** The connected tool of that name the caller may use, if it is one. */
+  async findConnected(caller: Caller, name: string, options: { gateway?: boolean } = {}) {
+    if (!this.deps.connected || !name.includes(CONNECTED_SEPARATOR) || this.#tools.has(name)) return undefined;
+    return this.deps.connected.find(caller, name, options);
+  }
+
+  /**
+   * Runs a connected tool for the caller through the policy point (`executor` on its object, the caller's budget,
+   * a token narrowed to `mcp:read` only for read-only tools). A tool that asks first runs once `approved` (asked
+   * on the wire), or when a person approved this very call beforehand; otherwise an approval is requested and the
+   * result says so (`_meta` needs).
+   * An account the caller has not connected throws `AccountRequiredError`, for each wire to render.
+   */
+  async runConnected(
+    tool: ConnectedTool,
+    args: unknown,
+    caller: Caller,
+    options: { signal?: AbortSignal; approved?: boolean } = {},
+  ): Promise<ToolOutcome> {
+    const { policy, metrics } = this.deps;
+    try {
+      await policy.admitToolCall(caller, objectIdOf(tool), { readOnly: tool.annotations.readOnlyHint === true });
+    } catch (thrown) {
+      const error = toAppError(thrown);
+      metrics.toolCalls.inc({ tool: tool.name, status: error.status === 403 ? 'denied' : 'rate_limited' });
+      if (error.status === 403 || error.status === 429 || error.status === 503)
+        return { kind: 'refused', tool: tool.name, status: error.status, error };
+      return { kind: 'completed', result: errorResult(error) };
+    }
+    const argsOf = args && typeof args === 'object' && !Array.isArray(args) ? (args as Record<string, unknown>) : {};
+    if (tool.asksFirst && !options.approved) {
+      const approval = await this.deps.connected!.approval(caller, tool, argsOf);
+      if ('approvalId' in approval) {
+        metrics.toolCalls.inc({ tool: tool.name, status: 'denied' });
+        const needs: ToolNeeds = {
+          kind: 'approval',
+          approval_id: approval.approvalId,
+          tool: tool.name,
+          arguments: argsOf,
+        };
+        return {
+          kind: 'completed',
+          result: {
+            content: [
+              {
+                type: 'text',
+                text:
+                  `${tool.name} changes data at ${tool.server.name}: a person must approve each call. Approval ` +
+                  `${approval.approvalId} was requested; once it is approved, the same call runs.`,
+              },
+            ],
+            isError: true,
+            _meta: { [NEEDS_META_KEY]: needs },
+          },
+        };
+      }
+    }
+    const result = await this.deps.connected!.call(
+      caller,
+      tool,
+      argsOf,
+      options.signal ?? new AbortController().signal,
+    );
+    metrics.toolCalls.inc({ tool: tool.name, status: result.isError ? 'error' : 'success' });
+    return { kind: 'completed', result: withIsError(result) };
   }
 
   #parametersOf(tool: ToolDefinition): Record<string, unknown> {
@@ -180,7 +291,30 @@ export class ToolExecutor {
     options: { signal?: AbortSignal; log?: ToolContext['log'] } = {},
   ): Promise<CallToolResult> {
     const tool = this.#tools.get(name);
-    if (!tool) return { content: [{ type: 'text', text: `Unknown tool ${name}` }], isError: true };
+    if (!tool) {
+      const connected = await this.findConnected(caller, name);
+      if (!connected) return { content: [{ type: 'text', text: `Unknown tool ${name}` }], isError: true };
+      try {
+        const outcome = await this.runConnected(connected, args, caller, options);
+        return outcome.kind === 'refused' ? refusalResult(outcome) : outcome.result;
+      } catch (error) {
+        // Where to connect, for the model to pass on to the person.
+        if (error instanceof AccountRequiredError) {
+          const needs: ToolNeeds = {
+            kind: 'connect',
+            connection_id: error.connection.id,
+            connect_url: error.connectUrl,
+            tool: name,
+          };
+          return {
+            content: [{ type: 'text', text: error.message }],
+            isError: true,
+            _meta: { [NEEDS_META_KEY]: needs },
+          };
+        }
+        throw error;
+      }
+    }
     const parsed = objectSchema(tool.inputSchema).safeParse(args ?? {});
     if (!parsed.success) {
       const problems = parsed.error.issues.map((i) => `${i.path.join('.') || 'arguments'}: ${i.message}`).join('; ');

@@ -37,6 +37,13 @@ export const AUDIT_EVENT_TYPES = [
   'oauth.consent_granted',
   'oauth.consent_denied',
   'oauth.grant_revoked',
+  'connection.created',
+  'connection.updated',
+  'connection.deleted',
+  'connection.account_connected',
+  'connection.account_disconnected',
+  'connection.tool_approved',
+  'connection.tool_called',
 ] as const;
 
 export type AuditEventType = (typeof AUDIT_EVENT_TYPES)[number];

@@ -74,6 +74,18 @@ export interface ExportedMcpTask {
   error: object | null;
 }
 
+/** A connected MCP server of the user's, or their account at a shared one: never a secret or a token. */
+export interface ExportedConnection {
+  connection_id: string;
+  name: string;
+  scope: 'personal' | 'shared';
+  transport: string;
+  url: string | null;
+  auth_kind: string;
+  created_at: string | null;
+  account_connected_at: string | null;
+}
+
 /** The export's sections that other modules contribute, by name. */
 export interface ExportSections {
   sessions: ExportedSession[];
@@ -82,6 +94,7 @@ export interface ExportSections {
   workflows: ExportedWorkflow[];
   oauth_grants: ExportedOAuthGrant[];
   mcp_tasks: ExportedMcpTask[];
+  mcp_connections: ExportedConnection[];
   audit_log: ExportedAuditEvent[];
 }
 

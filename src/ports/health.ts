@@ -21,6 +21,11 @@ export interface HealthCheck {
   critical: boolean;
   /** Longer than this and the component counts as unhealthy. */
   timeoutMs: number;
+  /**
+   * Informational: reported by `/health/dependencies` only, never in the service's own status or readiness (the
+   * servers users connected: one of them being down is their concern, not the service's).
+   */
+  informational?: boolean;
   /** True for in-process defaults (nothing to connect to): start-up reports them as `loaded`. */
   embedded?: boolean;
   /** Facts known without contacting the component, shown even when the check fails. */

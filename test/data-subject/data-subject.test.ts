@@ -54,6 +54,7 @@ function fromCsv(text: string): DataExport {
     workflows: [],
     oauth_grants: [],
     mcp_tasks: [],
+    mcp_connections: [],
     consents: [],
     audit_log: [],
   };
@@ -114,6 +115,7 @@ describe('GET /api/v1/users/me/data', () => {
       workflows: [],
       oauth_grants: [],
       mcp_tasks: [],
+      mcp_connections: [],
       consents: [
         {
           consent_id: expect.any(String) as unknown,
@@ -251,6 +253,7 @@ describe('CSV of an export', () => {
       workflows: [],
       oauth_grants: [],
       mcp_tasks: [],
+      mcp_connections: [],
       consents: [],
       audit_log: tricky.map((t, i) => ({ event_id: `${i}`, event_type: t, timestamp: 't', ip_address: null })),
     };

@@ -140,9 +140,9 @@ describe('DELETE /api/v1/users/me', () => {
       deletion_timestamp: expect.stringMatching(/^\d{4}-\d\d-\d\dT/) as unknown,
       deleted_items: {
         checkpoints: 1,
-        // Ownership of the conversation, the workflow and the principal, and the user's own: role, group, acts_as
-        // from bob's helper.
-        authorization_tuples: 6,
+        // Ownership of the conversation, the workflow, the principal and the personal connection, and the user's
+        // own: role, group, acts_as from bob's helper.
+        authorization_tuples: 7,
         // The failed login by email, and the MCP request and tool-call windows.
         rate_limit_counters: 3,
         refresh_tokens: 3,
@@ -153,6 +153,9 @@ describe('DELETE /api/v1/users/me', () => {
         playground_sessions: 0,
         workflows: 1,
         mcp_tasks: 0,
+        // The personal connection (no account at it: nothing to revoke upstream).
+        mcp_connections: 1,
+        upstream_tokens: 0,
         preferences: 1,
         consents: 3,
         profile: 1,
@@ -236,6 +239,7 @@ describe('DELETE /api/v1/users/me', () => {
     expect(app.services.dataSubject.erasure.steps.map((s) => s.name)).toEqual(STEP_ORDER);
     expect(app.services.dataSubject.erasure.steps.filter((s) => !s.inTransaction).map((s) => s.name)).toEqual([
       'checkpoints',
+      'upstream_tokens',
       'authorization_tuples',
       'rate_limit_counters',
     ]);

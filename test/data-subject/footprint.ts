@@ -23,6 +23,7 @@ const FROM_CLIENT = { 'User-Agent': CLIENT.userAgent, 'X-Forwarded-For': CLIENT.
 /** The erasure's steps in the order the service runs them. */
 export const STEP_ORDER = [
   'checkpoints',
+  'upstream_tokens',
   'authorization_tuples',
   'rate_limit_counters',
   'refresh_tokens',
@@ -33,6 +34,7 @@ export const STEP_ORDER = [
   'playground_sessions',
   'workflows',
   'mcp_tasks',
+  'mcp_connections',
   'preferences',
   'consents',
   'audit_logs',
@@ -93,6 +95,13 @@ export async function leaveFootprint(app: App): Promise<Footprint> {
   });
   const apiKey = key.body.api_key as string;
   const exchange = await call(app, 'POST', '/api/v1/api-keys/validate', { apiKey, headers: FROM_CLIENT });
+  // A personal connection to an MCP server (registering one contacts nothing).
+  const connection = await call(app, 'POST', '/api/v1/connections', {
+    token,
+    body: { name: `${MARKER} files`, transport: 'streamable_http', url: `https://${MARKER}.example/mcp` },
+    headers: FROM_CLIENT,
+  });
+  expect(connection.status).toBe(201);
   const mcpClient = await authorizeClient(app, USERNAME, PASSWORD);
 
   const principal = await call(app, 'POST', '/api/v1/service-principals', {

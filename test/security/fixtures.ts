@@ -1,4 +1,8 @@
 import type { App } from '../../src/app.js';
+import { digestOf } from '../../src/modules/connections/connected-tools.js';
+import { saveAccount, upsertPin } from '../../src/modules/connections/connections.store.js';
+import { userCaller } from '../../src/ports/caller.js';
+import type { ConnectedTool } from '../../src/ports/connected-tools.js';
 import { startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, PASSWORD, TestClock, createUser } from '../helpers/auth.js';
 import { MODERN_REVISION, TASKS_CAPABILITY, postModern } from '../helpers/mcp.js';
@@ -68,6 +72,13 @@ export interface Owned {
   scimGroupId: string;
   /** A consent request of the owner's browser: the form's hidden fields and its cookie. */
   consent: { request: string; csrf: string; cookie: string };
+  /** A personal connection of the owner's (no credential), with a tool held after its definition changed upstream. */
+  connectionId: string;
+  heldTool: string;
+  /** A personal OAuth connection of the owner's, with the owner's account at it connected. */
+  oauthConnectionId: string;
+  /** A call of a connected tool of the owner's that waits for the owner's approval. */
+  approvalId: string;
 }
 
 export interface World {
@@ -228,7 +239,69 @@ async function waitingTask(app: App, token: string, tool: string): Promise<strin
   throw new Error('the task never asked its question');
 }
 
-/** Builds the whole world through the public API. */
+const UPSTREAM = 'https://upstream.example/mcp';
+
+/**
+ * The owner's connected MCP servers. Registering one does not contact its URL (nothing answers there: a test of it
+ * answers ok:false, its tools are the pinned ones). What only a live upstream or an OAuth sign-in would produce is
+ * written where the service keeps it: a tool whose definition changed upstream (held until approved), the owner's
+ * account at the OAuth connection, and a call of a destructive tool waiting for the owner's approval.
+ */
+async function ownerConnections(app: App, clock: TestClock, token: string, ownerId: string) {
+  const create = async (body: Record<string, unknown>) =>
+    (
+      await ok(app, {
+        listener: 'main',
+        method: 'POST',
+        path: '/api/v1/connections',
+        headers: bearer(token),
+        body: { transport: 'streamable_http', url: UPSTREAM, ...body },
+      })
+    ).json as { id: string; slug: string; name: string };
+  const plain = await create({ name: `conn ${MARKER}` });
+  const oauth = await create({ name: `OAuth conn ${MARKER}`, auth: { kind: 'oauth', scopes: 'read' } });
+
+  const db = app.infrastructure.db.kysely;
+  const now = clock.now().toISOString();
+  const inputSchema = { type: 'object' as const, properties: { item: { type: 'string' } } };
+  const approved = { name: 'delete_item', description: 'Deletes an item', inputSchema, annotations: {} };
+  const changed = { ...approved, description: `Deletes an item, and sends it to ${MARKER}` };
+  await upsertPin(db, {
+    connection_id: plain.id,
+    name: 'delete_item',
+    definition: JSON.stringify(approved),
+    digest: digestOf(approved),
+    pending: JSON.stringify(changed),
+    pending_digest: digestOf(changed),
+    updated_at: now,
+  });
+  // Stand-in tokens, stored as JSON text (the sealer opens values from before encryption as they are).
+  await saveAccount(db, {
+    connection_id: oauth.id,
+    user_id: ownerId,
+    tokens: JSON.stringify({ access_token: `upstream token ${MARKER}` }),
+    expires_at: null,
+    connected_at: now,
+    updated_at: now,
+  });
+
+  const tool: ConnectedTool = {
+    name: `${plain.slug}__delete_item`,
+    upstreamName: 'delete_item',
+    description: approved.description,
+    inputSchema,
+    annotations: {},
+    server: { id: plain.id, slug: plain.slug, name: plain.name, transport: 'streamable_http', url: UPSTREAM },
+    object: `tool:${plain.id}.delete_item`,
+    asksFirst: true,
+  };
+  const owner = userCaller({ id: ownerId, username: 'admin', roles: [] }, { via: 'bearer' });
+  const asked = await app.services.connections.catalog.approval(owner, tool, { item: `item ${MARKER}` });
+  if (!('approvalId' in asked)) throw new Error('the call was not held for approval');
+  return { connectionId: plain.id, heldTool: 'delete_item', oauthConnectionId: oauth.id, approvalId: asked.approvalId };
+}
+
+/** Builds the whole world through the public API (what no API makes: see `ownerConnections`). */
 export async function buildWorld(): Promise<World> {
   const clock = new TestClock(Date.now());
   const app = await startTestApp(
@@ -423,6 +496,8 @@ async function populate(app: App, clock: TestClock): Promise<World> {
     body: { schemas: [GROUP], displayName: `Group ${MARKER}`, members: [{ value: scimUserId }] },
   });
 
+  const connections = await ownerConnections(app, clock, token, field(me, 'id'));
+
   const other = await identity(app, 'bob');
   const spareIdentity = await identity(app, 'mallory');
   const attackerSessions: Partial<Record<Caller, string>> = {
@@ -460,6 +535,7 @@ async function populate(app: App, clock: TestClock): Promise<World> {
       scimUserId,
       scimGroupId: field(scimGroup, 'id'),
       consent: { request: page.request, csrf: page.csrf, cookie: page.cookie },
+      ...connections,
     },
     other,
     spare: spareIdentity,

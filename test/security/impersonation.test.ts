@@ -102,6 +102,8 @@ const rpcResult = (answer: Answer) =>
     : `expected a JSON-RPC result, got ${answer.text.slice(0, 200)}`;
 
 const scim = { 'Content-Type': 'application/scim+json' };
+/** Where connections registered by the matrix point: registering one does not contact it, and nothing answers. */
+const CONNECTION_URL = 'https://upstream.example/mcp';
 /** A JSON-RPC request; requests that may share a session at once carry ids of their own. */
 const jsonRpc = (method: string, params: Record<string, unknown> = {}, id = 1) => ({
   jsonrpc: '2.0',
@@ -1358,6 +1360,186 @@ const MATRIX: Record<string, Entry> = {
     kind: { kind: 'self' },
     cases: [{ request: () => ({ method: 'GET', path: '/api/builder/resources' }), owner: OK }],
   },
+
+  // Connected MCP servers: a personal connection, its tools, the owner's account at it and the calls waiting for
+  // the owner's approval are the owner's alone; anyone else finds none (404), as if it did not exist.
+  'GET /api/v1/connections': {
+    kind: { kind: 'self' },
+    cases: [{ request: () => ({ method: 'GET', path: '/api/v1/connections' }), owner: OK_MARKED }],
+  },
+  'GET /api/v1/connections/commands': {
+    kind: { kind: 'self' },
+    cases: [{ request: () => ({ method: 'GET', path: '/api/v1/connections/commands' }), owner: OK }],
+  },
+  'POST /api/v1/connections': {
+    kind: { kind: 'self' },
+    cases: [
+      {
+        name: "personal: the caller's own",
+        request: (caller) => ({
+          method: 'POST',
+          path: '/api/v1/connections',
+          body: { name: `made by ${caller}`, transport: 'streamable_http', url: CONNECTION_URL },
+        }),
+        owner: CREATED,
+      },
+      {
+        // A shared connection is in everyone's list, the owner's too: administrators only.
+        name: 'shared',
+        request: (caller) => ({
+          method: 'POST',
+          path: '/api/v1/connections',
+          body: { name: `shared by ${caller}`, scope: 'shared', transport: 'streamable_http', url: CONNECTION_URL },
+        }),
+        owner: CREATED,
+        refused: (a) => (a.status === 403 ? undefined : `expected 403, got ${a.status} ${a.text.slice(0, 200)}`),
+      },
+    ],
+  },
+  'GET /api/v1/connections/{id}': {
+    kind: { kind: 'owned', resource: 'connection' },
+    cases: [
+      {
+        request: (_c, w) => ({ method: 'GET', path: `/api/v1/connections/${w.owned.connectionId}` }),
+        owner: OK_MARKED,
+      },
+    ],
+  },
+  'PATCH /api/v1/connections/{id}': {
+    kind: { kind: 'owned', resource: 'connection' },
+    cases: [
+      {
+        // Pointed elsewhere, the owner's calls (and the owner's account's token) would go there.
+        request: (caller, w) => ({
+          method: 'PATCH',
+          path: `/api/v1/connections/${w.owned.oauthConnectionId}`,
+          body: { name: `renamed by ${caller}`, url: 'https://elsewhere.example/mcp' },
+        }),
+        owner: OK,
+        last: 84,
+      },
+    ],
+  },
+  'DELETE /api/v1/connections/{id}': {
+    kind: { kind: 'owned', resource: 'connection' },
+    cases: [
+      {
+        request: (_c, w) => ({ method: 'DELETE', path: `/api/v1/connections/${w.owned.connectionId}` }),
+        owner: NO_CONTENT,
+        last: 86,
+      },
+    ],
+  },
+  'POST /api/v1/connections/{id}/test': {
+    kind: { kind: 'owned', resource: 'connection' },
+    cases: [
+      {
+        request: (_c, w) => ({ method: 'POST', path: `/api/v1/connections/${w.owned.connectionId}/test` }),
+        // Nothing answers at its URL: the outcome says so, which shows the connection was found.
+        owner: {
+          status: [200],
+          check: (a) => (json(a)?.ok === false ? undefined : `expected ok: false, got ${a.text.slice(0, 200)}`),
+        },
+      },
+    ],
+  },
+  'GET /api/v1/connections/{id}/tools': {
+    kind: { kind: 'owned', resource: 'connection' },
+    cases: [
+      {
+        request: (_c, w) => ({ method: 'GET', path: `/api/v1/connections/${w.owned.connectionId}/tools` }),
+        owner: OK_MARKED,
+      },
+    ],
+  },
+  'POST /api/v1/connections/{id}/tools/{tool}/approve': {
+    kind: { kind: 'owned', resource: 'connection' },
+    cases: [
+      {
+        request: (_c, w) => ({
+          method: 'POST',
+          path: `/api/v1/connections/${w.owned.connectionId}/tools/${w.owned.heldTool}/approve`,
+        }),
+        owner: {
+          status: [200],
+          check: (a) => (json(a)?.status === 'approved' ? undefined : `not approved: ${a.text.slice(0, 200)}`),
+        },
+        last: 81,
+      },
+    ],
+  },
+  'POST /api/v1/connections/{id}/account': {
+    kind: { kind: 'owned', resource: 'connection' },
+    cases: [
+      {
+        name: 'the OAuth connection',
+        request: (_c, w) => ({
+          method: 'POST',
+          path: `/api/v1/connections/${w.owned.oauthConnectionId}/account`,
+          body: { return_to: '/' },
+        }),
+        // Its sign-in service is looked up, and cannot be reached: the owner got past every check to it.
+        owner: { status: [503] },
+      },
+      {
+        name: 'the connection without OAuth',
+        request: (_c, w) => ({ method: 'POST', path: `/api/v1/connections/${w.owned.connectionId}/account`, body: {} }),
+        owner: { status: [400] },
+      },
+    ],
+  },
+  'DELETE /api/v1/connections/{id}/account': {
+    kind: { kind: 'owned', resource: 'connection' },
+    cases: [
+      {
+        // Only ever the caller's own account: anyone else finds no connection.
+        request: (_c, w) => ({ method: 'DELETE', path: `/api/v1/connections/${w.owned.oauthConnectionId}/account` }),
+        owner: NO_CONTENT,
+        last: 83,
+      },
+    ],
+  },
+  'GET /api/v1/connections/oauth/callback': {
+    kind: { kind: 'public' },
+    cases: [
+      {
+        // A sign-in nobody started: refused alike for everyone, the owner included.
+        request: () => ({
+          method: 'GET',
+          path: '/api/v1/connections/oauth/callback?state=unknown-sign-in&code=stolen-code',
+          headers: { Cookie: 'connection_sign_in=guessed' },
+        }),
+        owner: { status: [400] },
+        refused: (a) => (a.status === 400 ? undefined : `expected 400, got ${a.status} ${a.text.slice(0, 200)}`),
+      },
+    ],
+  },
+  'GET /api/v1/connections/approvals/{approval_id}': {
+    kind: { kind: 'owned', resource: 'tool call approval' },
+    cases: [
+      {
+        request: (_c, w) => ({ method: 'GET', path: `/api/v1/connections/approvals/${w.owned.approvalId}` }),
+        owner: OK_MARKED,
+      },
+    ],
+  },
+  'POST /api/v1/connections/approvals/{approval_id}': {
+    kind: { kind: 'owned', resource: 'tool call approval' },
+    cases: [
+      {
+        request: (_c, w) => ({
+          method: 'POST',
+          path: `/api/v1/connections/approvals/${w.owned.approvalId}`,
+          body: { approve: true },
+        }),
+        owner: {
+          status: [200],
+          check: (a) => (json(a)?.approved === true ? undefined : `not approved: ${a.text.slice(0, 200)}`),
+        },
+        last: 82,
+      },
+    ],
+  },
 };
 
 /** The wires that /openapi.json cannot describe (WebSocket upgrades), attacked and proven the same way. */
@@ -1535,6 +1717,13 @@ async function snapshot(world: World): Promise<Record<string, string>> {
       'sse session',
       { listener: 'main', method: 'POST', path: `/messages?sessionId=${o.sseSessionId}`, body: jsonRpc('ping') },
     ],
+    ['connections', { listener: 'main', method: 'GET', path: '/api/v1/connections' }],
+    // Each with the owner's account at it (connected or not).
+    ['connection', { listener: 'main', method: 'GET', path: `/api/v1/connections/${o.connectionId}` }],
+    ['OAuth connection', { listener: 'main', method: 'GET', path: `/api/v1/connections/${o.oauthConnectionId}` }],
+    // The held tool stays held until the owner approves it.
+    ['connection tools', { listener: 'main', method: 'GET', path: `/api/v1/connections/${o.connectionId}/tools` }],
+    ['tool call approval', { listener: 'main', method: 'GET', path: `/api/v1/connections/approvals/${o.approvalId}` }],
     ['scim user', { listener: 'main', method: 'GET', path: `/scim/v2/Users/${o.scimUserId}` }],
     ['scim group', { listener: 'main', method: 'GET', path: `/scim/v2/Groups/${o.scimGroupId}` }],
   ];
@@ -1626,6 +1815,9 @@ function ownerIds(world: World): [string, string][] {
     'SSE session': o.sseSessionId,
     'SCIM user': o.scimUserId,
     'SCIM group': o.scimGroupId,
+    connection: o.connectionId,
+    'OAuth connection': o.oauthConnectionId,
+    'tool call approval': o.approvalId,
   });
 }
 

@@ -22,6 +22,12 @@ export interface ToolSpec {
   name: string;
   description: string;
   parameters: Record<string, unknown>;
+  /** The connected MCP server a tool comes from (none for the service's own); not sent to the model. */
+  server?: { id: string; slug: string; name: string; transport: string; url: string | null };
+  /** A connected tool's own name on its server (`name` may hold it shortened or made safe); not sent to the model. */
+  upstreamName?: string;
+  /** The tool's MCP annotations (read-only, destructive…); not sent to the model. */
+  annotations?: Record<string, unknown>;
 }
 
 export interface Usage {

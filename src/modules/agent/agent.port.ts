@@ -1,3 +1,4 @@
+import type { ToolNeeds } from '../../ports/connected-tools.js';
 import type { Context } from '@opentelemetry/api';
 import type { Usage } from '../../adapters/llm/port.js';
 import { CommonErrorCode, InternalError } from '../../errors.js';
@@ -23,7 +24,7 @@ export type AgentEvent =
   | { type: 'started'; conversationId: string }
   | { type: 'delta'; text: string }
   | { type: 'tool_call'; name: string; args: Record<string, unknown> }
-  | { type: 'tool_result'; name: string; content: string; isError: boolean }
+  | { type: 'tool_result'; name: string; content: string; isError: boolean; needs?: ToolNeeds }
   | { type: 'done'; response: MessageResponse };
 
 /** The spec's Message response. */

@@ -1,3 +1,4 @@
+import type { ToolNeeds } from '../../ports/connected-tools.js';
 import { type AppError, toAppError } from '../../errors.js';
 import type { Caller } from '../../ports/caller.js';
 import type { Shutdown } from '../../ports/shutdown.js';
@@ -58,7 +59,7 @@ export type ChatTurnEvent =
   | { type: 'content_start' }
   | { type: 'content_delta'; delta: string }
   | { type: 'tool_call'; name: string; args: Record<string, unknown> }
-  | { type: 'tool_result'; name: string; content: string; isError: boolean }
+  | { type: 'tool_result'; name: string; content: string; isError: boolean; needs?: ToolNeeds }
   | { type: 'content_end' }
   | ({ type: 'message_complete' } & Omit<MessageResponse, 'response'>)
   | { type: 'error'; error: AppError };
@@ -178,7 +179,13 @@ export class ChatTurnService {
             yield { type: 'tool_call', name: event.name, args: event.args };
             break;
           case 'tool_result':
-            yield { type: 'tool_result', name: event.name, content: event.content, isError: event.isError };
+            yield {
+              type: 'tool_result',
+              name: event.name,
+              content: event.content,
+              isError: event.isError,
+              ...(event.needs && { needs: event.needs }),
+            };
             break;
           case 'done': {
             const { conversation_id, model, usage } = event.response;

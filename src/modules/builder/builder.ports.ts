@@ -10,11 +10,15 @@ export interface WorkflowTools {
   list(caller: Caller): Promise<ToolSpec[]>;
   /** Calls a tool as the caller: its result as text, and whether it failed (a refusal is a failure too). */
   call(caller: Caller, name: string, args: Record<string, unknown>, signal: AbortSignal): Promise<ToolCallResult>;
+  /** Approves a call a connected tool asked a person about: the same call then runs once. */
+  approve(caller: Caller, approvalId: string): Promise<void>;
 }
 
 export interface ToolCallResult {
   text: string;
   isError: boolean;
+  /** The call waits for a person's approval (a connected tool that changes data), under this id. */
+  approvalId?: string;
 }
 
 /** An MCP resource the caller can read. */

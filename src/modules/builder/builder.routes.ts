@@ -237,7 +237,10 @@ export function builderRoutes({ builder, runs, config }: BuilderRouteDeps): Rout
         summary: 'Source code for a workflow: Python (LangGraph) or TypeScript (LangGraph.js)',
         description:
           'The code builds the same graph the service runs: the same node names and routing. It declares a small ' +
-          'runtime interface (the model and the tools) for you to implement.',
+          'runtime interface (the model and the tools) for you to implement. Tools of connected MCP servers ' +
+          '(`<slug>__<tool>`) are called through the MCP client of the language, each server reached at the URL in ' +
+          '`MCP_SERVER_<SLUG>_URL` (default: its URL now) with the bearer token in `MCP_SERVER_<SLUG>_TOKEN`; no ' +
+          'credential is written into the code.',
         request: { body: GenerateRequest },
         responses: { 200: { description: 'The source', schema: GeneratedCode }, 400: INVALID },
         handler: ({ body, req }) => {
@@ -256,6 +259,8 @@ export function builderRoutes({ builder, runs, config }: BuilderRouteDeps): Rout
             name: t.name,
             description: t.description,
             input_schema: t.parameters,
+            server: t.server ?? null,
+            annotations: t.annotations ?? {},
           })),
       }),
       defineRoute({

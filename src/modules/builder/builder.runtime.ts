@@ -1,7 +1,8 @@
-import type { LangGraphRunnableConfig } from '@langchain/langgraph';
+import { type LangGraphRunnableConfig, interrupt } from '@langchain/langgraph';
 import type { ChatMessage, LlmProvider, ToolCall, ToolSpec } from '../../adapters/llm/port.js';
 import type { Caller } from '../../ports/caller.js';
-import type { AgentRequest, ToolRequest, WorkflowRuntime } from '../../../workflows/runtime.js';
+import { answerOf } from '../../../workflows/compile.js';
+import type { AgentRequest, HumanQuestion, ToolRequest, WorkflowRuntime } from '../../../workflows/runtime.js';
 import type { WorkflowTools } from './builder.ports.js';
 
 /** How many model calls one agent node may make while it works through tool calls. */
@@ -83,12 +84,25 @@ export function serviceRuntime(deps: { llm: LlmProvider; tools: WorkflowTools },
     async callTool(request: ToolRequest, config: LangGraphRunnableConfig): Promise<string> {
       const emit = (event: RuntimeEvent) => config.writer?.(event);
       emit({ type: 'tool_call', node: request.node, name: request.tool, args: request.args });
-      const result = await deps.tools.call(
-        caller,
-        request.tool,
-        request.args,
-        config.signal ?? new AbortController().signal,
-      );
+      const call = () =>
+        deps.tools.call(caller, request.tool, request.args, config.signal ?? new AbortController().signal);
+      let result = await call();
+      if (result.approvalId !== undefined) {
+        // As at a human node: the run waits for a person's answer. On resume LangGraph runs the node again from the
+        // top, so the call above asked again (a new request) and `interrupt` now answers the resume value.
+        const answer = answerOf(
+          interrupt<HumanQuestion, unknown>({
+            node: request.node,
+            question:
+              `Approve ${request.tool} with ${JSON.stringify(request.args).slice(0, 500)}? It changes data on a ` +
+              'connected server. Answer "yes" to run it; anything else declines.',
+          }),
+        );
+        if (!/^\s*(yes|y|approve|approved)\s*$/i.test(answer))
+          throw new WorkflowToolError(request.node, request.tool, `A person declined the call of ${request.tool}`);
+        await deps.tools.approve(caller, result.approvalId);
+        result = await call();
+      }
       emit({
         type: 'tool_result',
         node: request.node,

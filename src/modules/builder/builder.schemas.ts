@@ -105,7 +105,22 @@ export const Publication = z
   .meta({ id: 'WorkflowPublication' });
 
 export const ToolInfo = z
-  .object({ name: z.string(), description: z.string(), input_schema: z.record(z.string(), z.unknown()) })
+  .object({
+    name: z.string(),
+    description: z.string(),
+    input_schema: z.record(z.string(), z.unknown()),
+    server: z
+      .object({
+        id: z.string(),
+        slug: z.string(),
+        name: z.string(),
+        transport: z.string(),
+        url: z.string().nullable(),
+      })
+      .nullable()
+      .describe("The connected MCP server the tool comes from; null for the service's own"),
+    annotations: z.record(z.string(), z.unknown()).describe('MCP annotations: readOnlyHint, destructiveHint…'),
+  })
   .meta({ id: 'BuilderTool' });
 
 export const ResourceInfo = z

@@ -97,6 +97,18 @@ const DataExport = z
         error: z.record(z.string(), z.unknown()).nullable(),
       }),
     ),
+    mcp_connections: z.array(
+      z.object({
+        connection_id: z.string(),
+        name: z.string(),
+        scope: z.enum(['personal', 'shared']),
+        transport: z.string(),
+        url: z.string().nullable(),
+        auth_kind: z.string(),
+        created_at: z.iso.datetime().nullable(),
+        account_connected_at: z.iso.datetime().nullable(),
+      }),
+    ),
     consents: z.array(
       z.object({
         consent_id: z.string(),

@@ -118,6 +118,7 @@ export class DataSubjectService {
       workflows: sections.workflows ?? [],
       oauth_grants: sections.oauth_grants ?? [],
       mcp_tasks: sections.mcp_tasks ?? [],
+      mcp_connections: sections.mcp_connections ?? [],
       consents: consents.map((c) => ({
         consent_id: c.id,
         consent_type: c.consent_type,

@@ -15,6 +15,7 @@ import type { ErasureContext, ErasureStep } from './erasure.service.js';
  */
 const PLAN: readonly Omit<ErasureStep, 'run'>[] = [
   outside('checkpoints'),
+  outside('upstream_tokens'),
   outside('authorization_tuples'),
   outside('rate_limit_counters'),
   inside('refresh_tokens'),
@@ -25,6 +26,7 @@ const PLAN: readonly Omit<ErasureStep, 'run'>[] = [
   inside('playground_sessions'),
   inside('workflows'),
   inside('mcp_tasks'),
+  inside('mcp_connections'),
   inside('preferences'),
   inside('consents'),
   inside('audit_logs', 'anonymized'),

@@ -207,7 +207,10 @@ export function healthRoutes(deps: HealthDeps): RouteGroup {
       handler: async () => {
         const report = await health.report();
         const dependencies = Object.fromEntries(
-          Object.entries(report.components).map(([name, { details, ...rest }]) => [name, { ...rest, ...details }]),
+          Object.entries({ ...report.components, ...report.informational }).map(([name, { details, ...rest }]) => [
+            name,
+            { ...rest, ...details },
+          ]),
         );
         return { timestamp: now().toISOString(), overall_status: report.status, dependencies };
       },

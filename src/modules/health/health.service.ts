@@ -20,7 +20,10 @@ export interface ComponentReport {
 
 export interface HealthReport {
   status: Exclude<HealthStatus, 'unknown'>;
+  /** The checks the service's status and readiness are made of. */
   components: Record<string, ComponentReport>;
+  /** Informational checks: listed with the dependencies, never counted. */
+  informational: Record<string, ComponentReport>;
   warnings: string[];
   errors: string[];
 }
@@ -97,10 +100,15 @@ export class HealthService {
     const checks = [...this.#checks.values()];
     const reports = await Promise.all(checks.map((check) => runBounded(check, this.now)));
     const components: Record<string, ComponentReport> = {};
+    const informational: Record<string, ComponentReport> = {};
     const warnings: string[] = [];
     const errors: string[] = [];
     checks.forEach((check, i) => {
       const report = reports[i]!;
+      if (check.informational) {
+        informational[check.name] = report;
+        return;
+      }
       components[check.name] = report;
       if (report.status === 'healthy') return;
       const line = `${check.name}: ${report.error ?? report.status}`;
@@ -108,7 +116,7 @@ export class HealthService {
       else warnings.push(line);
     });
     const status = errors.length > 0 ? 'unhealthy' : warnings.length > 0 ? 'degraded' : 'healthy';
-    const report: HealthReport = { status, components, warnings, errors };
+    const report: HealthReport = { status, components, informational, warnings, errors };
     this.#cached = { at: Date.now(), report };
     return report;
   }

@@ -1,3 +1,4 @@
+import type { ToolNeeds } from '../../ports/connected-tools.js';
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { Broadcast } from '../../adapters/broadcast/port.js';
@@ -110,6 +111,9 @@ export type PlaygroundEvent =
   | { type: 'token'; content: string }
   | ({ type: 'tool_call' } & Pick<ToolCallRecord, 'id' | 'name' | 'args'>)
   | { type: 'tool_result'; id: string; name: string; content: string; is_error: boolean }
+  /** The call needs the person: to approve it, or to connect their account at the tool's server. */
+  | ({ type: 'approval_required'; id: string } & Omit<Extract<ToolNeeds, { kind: 'approval' }>, 'kind'>)
+  | ({ type: 'connect_required'; id: string } & Omit<Extract<ToolNeeds, { kind: 'connect' }>, 'kind'>)
   | { type: 'end'; message_id: string; cancelled: boolean; usage: Usage; latency_ms: number }
   | { type: 'error'; error: AppError; message_id: string };
 
@@ -399,6 +403,16 @@ export class PlaygroundService {
               characters: event.content.length,
             });
             yield { type: 'tool_result', id, name: event.name, content: event.content, is_error: event.isError };
+            if (event.needs) {
+              const { kind, ...needs } = event.needs;
+              yield kind === 'approval'
+                ? {
+                    type: 'approval_required',
+                    id,
+                    ...(needs as Omit<Extract<ToolNeeds, { kind: 'approval' }>, 'kind'>),
+                  }
+                : { type: 'connect_required', id, ...(needs as Omit<Extract<ToolNeeds, { kind: 'connect' }>, 'kind'>) };
+            }
             break;
           }
           case 'message_complete':
