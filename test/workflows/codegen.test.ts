@@ -7,7 +7,7 @@ import { Command, MemorySaver } from '@langchain/langgraph';
 import ts from 'typescript';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createOfflineLlm } from '../../src/adapters/llm/offline.js';
-import { generateCode } from '../../workflows/codegen/index.js';
+import { type CodegenTool, generateCode } from '../../workflows/codegen/index.js';
 import { generatePython } from '../../workflows/codegen/python.js';
 import { generateTypeScript } from '../../workflows/codegen/typescript.js';
 import {
@@ -18,7 +18,12 @@ import {
   initialState,
   planWorkflow,
 } from '../../workflows/compile.js';
-import { LANGGRAPH_JS_RANGE, LANGGRAPH_PYTHON_REQUIREMENT } from '../../workflows/codegen/versions.js';
+import {
+  LANGGRAPH_JS_RANGE,
+  LANGGRAPH_PYTHON_REQUIREMENT,
+  MCP_PYTHON_REQUIREMENT,
+  MCP_SDK_JS_RANGE,
+} from '../../workflows/codegen/versions.js';
 import { evaluate, fillArgs, parseExpression, scopeOf, truthy } from '../../workflows/expression.js';
 import {
   type AgentRequest,
@@ -29,6 +34,14 @@ import {
 } from '../../workflows/runtime.js';
 import { type Workflow, parseWorkflow } from '../../workflows/schema.js';
 import { type Availability, describeWithService } from '../helpers/services.js';
+import { compilerOptions, typeCheck } from '../helpers/typecheck.js';
+import {
+  type HttpUpstream,
+  type TestUpstream,
+  everythingStdioCommand,
+  startEverythingSse,
+  startTestUpstream,
+} from '../helpers/upstreams.js';
 
 const ROOT = fileURLToPath(new URL('../..', import.meta.url));
 
@@ -172,6 +185,50 @@ const COLLIDING = workflow(
   ],
 );
 
+/**
+ * Tools of connected MCP servers (`<slug>__<tool>`) beside one of the service's own: a tool node on each side, and
+ * an agent node offered tools of an SSE and a stdio server.
+ */
+const CONNECTED = workflow(
+  'connected',
+  [
+    { id: 'start', type: 'start' },
+    { id: 'read', type: 'tool', data: { tool: 'files__echo', args: { text: '{{ input }}' } } },
+    { id: 'who', type: 'tool', data: { tool: 'files__who_am_i' } },
+    { id: 'look', type: 'tool', data: { tool: 'lookup', args: { found: '{{ read }}' } } },
+    {
+      id: 'relay',
+      type: 'agent',
+      data: { system_prompt: 'Relay it.', tools: ['relay__echo', 'local__echo', 'lookup'] },
+    },
+    { id: 'end', type: 'end' },
+  ],
+  [
+    ['start', 'read'],
+    ['read', 'who'],
+    ['who', 'look'],
+    ['look', 'relay'],
+    ['relay', 'end'],
+  ],
+);
+
+/** The tools as the builder lists them: each connected one with its server, the service's own without. */
+function connectedTools(urls: { files: string; relay: string }): CodegenTool[] {
+  const files = { slug: 'files', name: 'Files "docs"', transport: 'streamable_http', url: urls.files };
+  return [
+    { name: 'files__echo', server: files },
+    // Named here otherwise than on its server (as the service names a tool whose own name is not safe).
+    { name: 'files__who_am_i', upstreamName: 'whoami', server: files },
+    { name: 'files__add', server: files },
+    { name: 'relay__echo', server: { slug: 'relay', name: 'Relay', transport: 'sse', url: urls.relay } },
+    { name: 'local__echo', server: { slug: 'local', name: 'Local', transport: 'stdio', url: null } },
+    { name: 'lookup' },
+  ];
+}
+
+/** The bearer token the test upstream demands: given to the generated code through its environment only. */
+const TOKEN = `token-${randomBytes(8).toString('hex')}`;
+
 const CONDITIONS = [
   'flag',
   'not flag',
@@ -278,6 +335,19 @@ interface GeneratedModule {
   /** Only in a module with a human node. */
   humanAnswer?: (text: unknown) => unknown;
   ANSWER_MAX_LENGTH?: number;
+  /** Only in a module that calls tools of connected MCP servers. */
+  connectMcpServers?: (runtime: WorkflowRuntime, options?: McpOptions) => McpRuntime;
+  MCP_SERVERS?: Record<string, Record<string, unknown>>;
+}
+
+interface McpOptions {
+  servers?: Record<string, { url?: string; token?: string; command?: string }>;
+  env?: Record<string, string | undefined>;
+}
+
+interface McpRuntime extends WorkflowRuntime {
+  listTools(names: string[]): Promise<{ name: string; description: string; inputSchema: Record<string, unknown> }[]>;
+  close(): Promise<void>;
 }
 
 /** Answers a human node may be given, good and bad: the service's rule (`HumanAnswer`) decides which are taken. */
@@ -342,25 +412,35 @@ describe('generated TypeScript', () => {
     proto: [PROTO, ''],
     colliding: [COLLIDING, ''],
     chain: [CHAIN, ''],
+    connected: [CONNECTED, ''],
   };
   let diagnostics: string[] = [];
+  // Real servers for the connected tools: the test upstream over streamable HTTP (demanding a bearer token), and
+  // server-everything over SSE; server-everything over stdio is started by the generated code itself.
+  let files: TestUpstream;
+  let relay: HttpUpstream;
 
   beforeAll(async () => {
     mkdirSync(dir, { recursive: true });
-    const files = Object.entries(sources).map(([key, entry]) => {
-      const generated = generateCode(entry[0], { language: 'typescript', name: key });
+    [files, relay] = await Promise.all([startTestUpstream({ requireBearer: TOKEN }), startEverythingSse()]);
+    const tools = connectedTools({ files: files.url, relay: relay.url });
+    const files_ = Object.entries(sources).map(([key, entry]) => {
+      const generated = generateCode(entry[0], { language: 'typescript', name: key, tools });
       entry[1] = generated.code;
       const file = path.join(dir, generated.filename);
       writeFileSync(file, generated.code);
       return [key, file] as const;
     });
-    diagnostics = typeCheck(files.map(([, file]) => file));
-    for (const [key, file] of files) {
+    diagnostics = typeCheck(files_.map(([, file]) => file));
+    for (const [key, file] of files_) {
       modules.set(key, (await import(pathToFileURL(file).href)) as GeneratedModule);
     }
   }, 120_000);
 
-  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  afterAll(async () => {
+    await Promise.all([files?.close(), relay?.close()]);
+    rmSync(dir, { recursive: true, force: true });
+  });
 
   const moduleOf = (key: string): GeneratedModule => {
     const loaded = modules.get(key);
@@ -564,6 +644,146 @@ describe('generated TypeScript', () => {
     expect(moduleOf('colliding').RECURSION_LIMIT).toBe(100);
   });
 
+  it('leaves the MCP client out of a module without connected tools', () => {
+    for (const key of ['support', 'proto', 'colliding', 'chain']) {
+      const [, code] = sources[key] ?? [];
+      expect(code, key).not.toMatch(/modelcontextprotocol|MCP_SERVER|connectMcpServers/);
+      expect(code, key).toContain('and `@langchain/core` only.');
+    }
+  });
+
+  it('reaches connected servers through the MCP SDK, by URL and token variables, with no credential in the code', () => {
+    const [, code = ''] = sources.connected ?? [];
+    for (const line of [
+      'import { Client } from "@modelcontextprotocol/sdk/client/index.js";',
+      'import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";',
+      'import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";',
+      'import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";',
+    ])
+      expect(code).toContain(line);
+    expect(code.replace(/\n \* /g, ' ')).toContain(`\`@modelcontextprotocol/sdk\` (${MCP_SDK_JS_RANGE})`);
+    // Each server: its URL known now (not a secret) and the variables for URL, token and (stdio) command.
+    expect(moduleOf('connected').MCP_SERVERS).toEqual({
+      files: {
+        name: 'Files "docs"',
+        transport: 'streamable_http',
+        url: files.url,
+        urlEnv: 'MCP_SERVER_FILES_URL',
+        tokenEnv: 'MCP_SERVER_FILES_TOKEN',
+        commandEnv: 'MCP_SERVER_FILES_COMMAND',
+        tools: { files__echo: 'echo', files__who_am_i: 'whoami' },
+      },
+      local: {
+        name: 'Local',
+        transport: 'stdio',
+        url: null,
+        urlEnv: 'MCP_SERVER_LOCAL_URL',
+        tokenEnv: 'MCP_SERVER_LOCAL_TOKEN',
+        commandEnv: 'MCP_SERVER_LOCAL_COMMAND',
+        tools: { local__echo: 'echo' },
+      },
+      relay: {
+        name: 'Relay',
+        transport: 'sse',
+        url: relay.url,
+        urlEnv: 'MCP_SERVER_RELAY_URL',
+        tokenEnv: 'MCP_SERVER_RELAY_TOKEN',
+        commandEnv: 'MCP_SERVER_RELAY_COMMAND',
+        tools: { relay__echo: 'echo' },
+      },
+    });
+    expect(code).toContain('const env = options.env ?? process.env;');
+    expect(code).toContain('const token = settings.token ?? env[server.tokenEnv];');
+    expect(code).toContain('Authorization: `Bearer ${token}`');
+    expect(code).not.toContain(TOKEN);
+    // Tools the workflow does not use are not named; the service's own tool stays the runtime's.
+    expect(code).not.toContain('files__add');
+    expect(code).toContain('tool: "lookup"');
+    expect(code.replace(/\n \* /g, ' ')).toContain(
+      'Tool `read`: calls files__echo (the tool `echo` of the MCP server "Files "docs"", through `connectMcpServers`)',
+    );
+  });
+
+  it('calls connected tools on their servers with the token from the environment, and the others through the runtime', async () => {
+    await files.control('drop-sessions');
+    await files.control('reset');
+    await files.control('require-bearer', { token: TOKEN });
+    const generated = moduleOf('connected');
+    const runtime = recordingRuntime();
+    const mcp = generated.connectMcpServers!(runtime, { env: { MCP_SERVER_FILES_TOKEN: TOKEN } });
+    try {
+      const state = await generated.buildWorkflow(mcp).invoke(generated.initialState('hello'));
+      expect(state.vars).toMatchObject({
+        read: 'echo: hello',
+        who: `Bearer ${TOKEN}`,
+        look: 'found {"found":"echo: hello"}',
+      });
+      // The runtime saw the service's own tool and the agent, whose request names the connected tools it may use.
+      expect(runtime.calls).toEqual([
+        { tool: { node: 'look', tool: 'lookup', args: { found: 'echo: hello' } } },
+        expect.objectContaining({
+          agent: expect.objectContaining({ tools: ['relay__echo', 'local__echo', 'lookup'] }) as unknown,
+        }),
+      ]);
+      expect(await files.control('calls')).toEqual({ echo: 1, whoami: 1 });
+      // One client per server, connected once and reused: one session for both calls and the listing.
+      expect(await mcp.listTools(['files__echo', 'files__who_am_i', 'lookup', 'files__nothing'])).toEqual([
+        expect.objectContaining({ name: 'files__echo', description: 'Echoes the text back.' }),
+        expect.objectContaining({
+          name: 'files__who_am_i',
+          description: 'Returns the Authorization header it received.',
+        }),
+      ]);
+      expect(await files.control('sessions')).toHaveLength(1);
+      // A failing tool fails the call, naming the node.
+      await expect(mcp.callTool({ node: 'n', tool: 'files__add', args: {} }, {})).rejects.toThrow(
+        /The tool files__add failed in node n: .*Input validation error/,
+      );
+      // Over SSE, the same.
+      expect(await mcp.callTool({ node: 'relay', tool: 'relay__echo', args: { message: 'over sse' } }, {})).toBe(
+        'Echo: over sse',
+      );
+    } finally {
+      await mcp.close();
+    }
+    // Closing ends the session on the server.
+    expect(await files.control('sessions')).toHaveLength(0);
+  });
+
+  it('reads the URL and token from options before the environment, and fails clearly without them', async () => {
+    const generated = moduleOf('connected');
+    const call = async (options: McpOptions, tool = 'files__echo', args: Record<string, unknown> = { text: 'x' }) => {
+      const mcp = generated.connectMcpServers!(recordingRuntime(), options);
+      try {
+        return await mcp.callTool({ node: 'n', tool, args }, {});
+      } finally {
+        await mcp.close();
+      }
+    };
+    await files.control('require-bearer', { token: TOKEN });
+    // No token: the upstream refuses, and the error says which server could not be reached.
+    await expect(call({ env: {} })).rejects.toThrow(/Could not connect to the MCP server Files "docs"/);
+    // The URL variable wins over the URL known at generation; options win over both.
+    const nowhere = 'http://127.0.0.1:9/mcp';
+    await expect(call({ env: { MCP_SERVER_FILES_URL: nowhere, MCP_SERVER_FILES_TOKEN: TOKEN } })).rejects.toThrow(
+      /Could not connect/,
+    );
+    expect(
+      await call({
+        env: { MCP_SERVER_FILES_URL: nowhere, MCP_SERVER_FILES_TOKEN: 'wrong' },
+        servers: { files: { url: files.url, token: TOKEN } },
+      }),
+    ).toBe('echo: x');
+    // A stdio server's command is the operator's: without it, the error names the variable to set.
+    await expect(call({ env: {} }, 'local__echo')).rejects.toThrow(
+      'Local runs over stdio: set MCP_SERVER_LOCAL_COMMAND to the command that starts it',
+    );
+    // Given one, the generated code starts the server and calls its tool (server-everything's echo).
+    const { command, args } = everythingStdioCommand();
+    const local = { MCP_SERVER_LOCAL_COMMAND: [command, ...args].join(' ') };
+    expect(await call({ env: local }, 'local__echo', { message: 'over stdio' })).toBe('Echo: over stdio');
+  }, 60_000);
+
   it('writes code Prettier leaves as it is', async () => {
     const prettier = await import('prettier');
     for (const [key, [, code]] of Object.entries(sources)) {
@@ -675,6 +895,84 @@ RESUME = "answer"
 def interrupt(value):
     return RESUME
 `,
+  // The \`mcp\` package's client API (1.x) as the generated module uses it; it records what it is asked in LOG.
+  'mcp/__init__.py': `
+import contextlib
+import json
+import types
+
+LOG = []
+
+
+class StdioServerParameters:
+    def __init__(self, command, args=None, env=None):
+        self.command, self.args = command, args or []
+
+
+class ClientSession:
+    def __init__(self, read_stream, write_stream):
+        self.server = read_stream
+
+    async def __aenter__(self):
+        LOG.append(["open", self.server["url"]])
+        return self
+
+    async def __aexit__(self, *exc_info):
+        LOG.append(["close", self.server["url"]])
+
+    async def initialize(self):
+        if "refused" in str(self.server["url"]):
+            raise ConnectionError("refused")
+
+    async def call_tool(self, name, arguments=None):
+        LOG.append(["call", self.server["url"], name, arguments])
+        text = json.dumps([name, arguments, self.server["headers"]], separators=(",", ":"))
+        return types.SimpleNamespace(
+            content=[
+                types.SimpleNamespace(type="text", text=text),
+                types.SimpleNamespace(type="image", data="", mimeType="image/png"),
+            ],
+            isError=name == "fail",
+        )
+
+    async def list_tools(self, cursor=None):
+        def tool(name):
+            return types.SimpleNamespace(name=name, description=name + "!", inputSchema={"type": "object"})
+
+        if cursor is None:
+            return types.SimpleNamespace(tools=[tool("echo"), tool("add")], nextCursor="2")
+        return types.SimpleNamespace(tools=[tool("whoami")], nextCursor=None)
+
+
+@contextlib.asynccontextmanager
+async def connect(kind, url, headers, streams):
+    LOG.append(["connect", kind, url, headers])
+    server = {"url": url, "headers": headers}
+    yield (server, None, lambda: None)[:streams]
+`,
+  'mcp/client/__init__.py': '',
+  'mcp/client/streamable_http.py': `
+from mcp import connect
+
+
+def streamablehttp_client(url, headers=None, timeout=30, sse_read_timeout=300):
+    return connect("streamable_http", url, headers, 3)
+`,
+  'mcp/client/sse.py': `
+from mcp import connect
+
+
+def sse_client(url, headers=None, timeout=5, sse_read_timeout=300):
+    return connect("sse", url, headers, 2)
+`,
+  'mcp/client/stdio.py': `
+from mcp import StdioServerParameters, connect
+
+
+def stdio_client(server):
+    assert isinstance(server, StdioServerParameters)
+    return connect("stdio", [server.command, *server.args], None, 2)
+`,
 };
 
 /** Loads a generated module with the stand-in, routes each scope and calls each tool node; prints JSON. */
@@ -720,8 +1018,9 @@ describeWithService('generated Python', probePython(), () => {
   });
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
+  const tools = connectedTools({ files: 'http://127.0.0.1:4000/mcp', relay: 'https://relay.example.com/sse' });
   const write = (wf: Workflow, name: string) => {
-    const { filename, code } = generateCode(wf, { language: 'python', name });
+    const { filename, code } = generateCode(wf, { language: 'python', name, tools });
     const file = path.join(dir, filename);
     writeFileSync(file, code);
     return { file, code };
@@ -732,6 +1031,7 @@ describeWithService('generated Python', probePython(), () => {
     ['proto', PROTO],
     ['colliding', COLLIDING],
     ['chain', CHAIN],
+    ['connected', CONNECTED],
   ])('%s: parses, pleases pyflakes, and builds the planned graph with one function per node', (name, wf) => {
     const { file, code } = write(wf, name);
     const summary = JSON.parse(python(['-c', SUMMARIZE], code)) as {
@@ -771,10 +1071,132 @@ describeWithService('generated Python', probePython(), () => {
       ['colliding', COLLIDING],
       ['chain', CHAIN],
       ['proto', PROTO],
+      ['connected', CONNECTED],
     ] as const) {
       const { code } = write(wf, name);
       expect(code.split('\n').filter((l) => l.length > 79)).toEqual([]);
     }
+  });
+
+  it('leaves the MCP client out of a module without connected tools', () => {
+    for (const [name, wf] of [
+      ['support', SUPPORT],
+      ['chain', CHAIN],
+    ] as const) {
+      const { code } = write(wf, name);
+      expect(code).not.toMatch(/\bmcp\b|MCP_SERVER|McpRuntime|asyncio|threading/);
+    }
+  });
+
+  it('reaches connected servers through the mcp client, by URL and token variables, with no credential', () => {
+    const { file, code } = write(CONNECTED, 'connected');
+    execFileSync(PYTHON, ['-m', 'py_compile', file]);
+    expect(code.replace(/\n/g, ' ')).toContain(`\`\`${MCP_PYTHON_REQUIREMENT}\`\` for its connected tools`);
+    for (const line of [
+      'from mcp import ClientSession, StdioServerParameters',
+      'from mcp.client.sse import sse_client',
+      'from mcp.client.stdio import stdio_client',
+      'from mcp.client.streamable_http import streamablehttp_client',
+      '        "url_env": "MCP_SERVER_FILES_URL",',
+      '        "token_env": "MCP_SERVER_FILES_TOKEN",',
+      '        "command_env": "MCP_SERVER_LOCAL_COMMAND",',
+      '        "tools": {"files__echo": "echo", "files__who_am_i": "whoami"},',
+      '        token = settings.get("token") or self._env.get(server["token_env"])',
+      '        headers = {"Authorization": f"Bearer {token}"} if token else None',
+    ])
+      expect(code).toContain(line);
+    expect(code).not.toContain('files__add');
+  });
+
+  it('calls connected tools through one session per server, and the others through the runtime', () => {
+    const { file } = write(CONNECTED, 'connected');
+    const script = `
+import importlib.util, json, sys
+import mcp
+spec = importlib.util.spec_from_file_location("generated", sys.argv[1])
+module = importlib.util.module_from_spec(spec)
+spec.loader.exec_module(module)
+
+class Runtime:
+    def __init__(self):
+        self.calls = []
+    def agent(self, **request):
+        self.calls.append(["agent", request["tools"]])
+        return "agent answer"
+    def call_tool(self, **request):
+        self.calls.append(["tool", request["tool"], request["args"]])
+        return "tool result"
+
+out = []
+for case in json.load(sys.stdin):
+    mcp.LOG.clear()
+    runtime = Runtime()
+    result = {}
+    with module.McpRuntime(runtime, servers=case.get("servers"), env=case["env"]) as tools:
+        graph = module.build_workflow(tools)
+        state = module.initial_state("hello")
+        for name in ["read", "who", "look", "relay"]:
+            state["vars"].update(graph.nodes[name](state)["vars"])
+        result["vars"] = state["vars"]
+        for tool in ["files__fail", "local__echo"]:
+            try:
+                result[tool] = tools.call_tool(node="n", tool=tool, args={})
+            except Exception as error:
+                result[tool] = type(error).__name__ + ": " + str(error)
+        result["tools"] = tools.list_tools(["files__echo", "files__who_am_i", "lookup"])
+    result["runtime"] = runtime.calls
+    result["log"] = list(mcp.LOG)
+    out.append(result)
+print(json.dumps(out))
+`;
+    const cases = [
+      { env: { MCP_SERVER_FILES_TOKEN: TOKEN } },
+      {
+        env: { MCP_SERVER_FILES_URL: 'http://files.internal/mcp', MCP_SERVER_LOCAL_COMMAND: 'serve-local --quiet' },
+        servers: { files: { token: 'given' } },
+      },
+    ];
+    type Result = { vars: Record<string, string>; runtime: unknown[]; log: unknown[] } & Record<string, unknown>;
+    const [first, second] = JSON.parse(python(['-W', 'error', '-c', script, file], JSON.stringify(cases))) as Result[];
+    const files = 'http://127.0.0.1:4000/mcp';
+    const bearer = { Authorization: `Bearer ${TOKEN}` };
+    expect(first?.vars).toMatchObject({
+      read: JSON.stringify(['echo', { text: 'hello' }, bearer]),
+      who: JSON.stringify(['whoami', {}, bearer]),
+      look: 'tool result',
+      relay: 'agent answer',
+    });
+    expect(first?.runtime).toEqual([
+      ['tool', 'lookup', { found: JSON.stringify(['echo', { text: 'hello' }, bearer]) }],
+      ['agent', ['relay__echo', 'local__echo', 'lookup']],
+    ]);
+    expect(first?.files__fail).toMatch(/^RuntimeError: the tool files__fail failed in node n: \["fail"/);
+    expect(first?.local__echo).toBe(
+      'RuntimeError: Local runs over stdio: set MCP_SERVER_LOCAL_COMMAND to the command that starts it',
+    );
+    expect(first?.tools).toEqual([
+      { name: 'files__echo', description: 'echo!', input_schema: { type: 'object' } },
+      { name: 'files__who_am_i', description: 'whoami!', input_schema: { type: 'object' } },
+    ]);
+    // One session for every call to the server, opened on first use and closed with the runtime.
+    expect(first?.log).toEqual([
+      ['connect', 'streamable_http', files, bearer],
+      ['open', files],
+      ['call', files, 'echo', { text: 'hello' }],
+      ['call', files, 'whoami', {}],
+      ['call', files, 'fail', {}],
+      ['close', files],
+    ]);
+    // The URL variable wins over the URL known at generation, a setting given in code over a variable; a stdio
+    // server runs the operator's command.
+    expect(second?.log).toEqual(
+      expect.arrayContaining([
+        ['connect', 'streamable_http', 'http://files.internal/mcp', { Authorization: 'Bearer given' }],
+        ['connect', 'stdio', ['serve-local', '--quiet'], null],
+        ['call', ['serve-local', '--quiet'], 'echo', {}],
+      ]),
+    );
+    expect(second?.local__echo).toBe(JSON.stringify(['echo', {}, null]));
   });
 
   it('routes on conditions as the expression interpreter evaluates them', () => {
@@ -874,21 +1296,3 @@ print(json.dumps(graph.nodes["review"](module.initial_state("x"))))
     expect(JSON.parse(review ?? '')).toMatchObject({ vars: { review: 'answer' } });
   });
 });
-
-/** The repository's compiler options (tsconfig.json), without output. */
-function compilerOptions(): ts.CompilerOptions {
-  const configFile = ts.readConfigFile(path.join(ROOT, 'tsconfig.json'), (p) => ts.sys.readFile(p));
-  const parsed = ts.parseJsonConfigFileContent(configFile.config, ts.sys, ROOT);
-  return { ...parsed.options, noEmit: true };
-}
-
-/** Type-checks files with the repository's compiler options: diagnostics as `file:line: message`. */
-function typeCheck(files: string[]): string[] {
-  const program = ts.createProgram(files, compilerOptions());
-  return ts.getPreEmitDiagnostics(program).map((d) => {
-    const where = d.file
-      ? `${path.relative(ROOT, d.file.fileName)}:${d.file.getLineAndCharacterOfPosition(d.start ?? 0).line + 1}`
-      : '';
-    return `${where}: ${ts.flattenDiagnosticMessageText(d.messageText, '\n')}`;
-  });
-}

@@ -1,4 +1,5 @@
 import type { Workflow } from '../schema.js';
+import type { CodegenTool } from './mcp.js';
 import { generatePython, moduleNameOf } from './python.js';
 import { generateTypeScript, kebabName } from './typescript.js';
 
@@ -8,6 +9,7 @@ import { generateTypeScript, kebabName } from './typescript.js';
  */
 
 export type CodeLanguage = 'python' | 'typescript';
+export type { CodegenTool } from './mcp.js';
 
 export interface GeneratedCode {
   language: CodeLanguage;
@@ -18,18 +20,29 @@ export interface GeneratedCode {
 
 /**
  * Generates a workflow's module. `name` names the module (its file and header); it defaults to the workflow's
- * name. Throws `WorkflowCompileError` for a workflow that cannot be built into a graph.
+ * name. `tools` tells which tools come from connected MCP servers (and which servers): the module calls those
+ * through the MCP client of its language, each server's URL and credential read from parameters or environment
+ * variables (never written into the code). Throws `WorkflowCompileError` for a workflow that cannot be built into a
+ * graph.
  */
-export function generateCode(workflow: Workflow, options: { language: CodeLanguage; name?: string }): GeneratedCode {
+export function generateCode(
+  workflow: Workflow,
+  options: { language: CodeLanguage; name?: string; tools?: readonly CodegenTool[] },
+): GeneratedCode {
   const name = options.name ?? workflow.name;
+  const { tools } = options;
   switch (options.language) {
     case 'python':
-      return { language: 'python', filename: `${moduleNameOf(name)}.py`, code: generatePython(workflow, { name }) };
+      return {
+        language: 'python',
+        filename: `${moduleNameOf(name)}.py`,
+        code: generatePython(workflow, { name, ...(tools && { tools }) }),
+      };
     case 'typescript':
       return {
         language: 'typescript',
         filename: `${kebabName(name)}.ts`,
-        code: generateTypeScript(workflow, { name }),
+        code: generateTypeScript(workflow, { name, ...(tools && { tools }) }),
       };
   }
 }

@@ -10,7 +10,8 @@ import {
   questionOf,
   systemPromptOf,
 } from '../schema.js';
-import { LANGGRAPH_PYTHON_REQUIREMENT } from './versions.js';
+import { type CodegenTool, type McpServerPlan, planMcpServers, serverSummary } from './mcp.js';
+import { LANGGRAPH_PYTHON_REQUIREMENT, MCP_PYTHON_REQUIREMENT } from './versions.js';
 
 /**
  * Python source for a workflow: the graph `compileWorkflow` builds, written out as a module for LangGraph's Python
@@ -415,6 +416,17 @@ const RESERVED_NAMES = [
   'ANSWER_MAX_LENGTH',
   'human_answer',
   'answer_of',
+  'asyncio',
+  'os',
+  'threading',
+  'Mapping',
+  'ClientSession',
+  'StdioServerParameters',
+  'sse_client',
+  'stdio_client',
+  'streamablehttp_client',
+  'MCP_SERVERS',
+  'McpRuntime',
 ];
 
 const KEYWORDS = new Set(
@@ -468,7 +480,13 @@ function quoteBlock(text: string): string[] {
   return wrap(visible(text), DOC_WIDTH - 4).map((l) => (l ? `    ${l}` : ''));
 }
 
-function nodeDoc(n: WorkflowNode): string[] {
+/** A connected tool: its server, and its name there. */
+interface ConnectedTool {
+  server: McpServerPlan;
+  upstream: string;
+}
+
+function nodeDoc(n: WorkflowNode, connected: ReadonlyMap<string, ConnectedTool>): string[] {
   switch (n.type) {
     case 'start':
       return wrap(`${title(n, 'Start')}: where every run begins.`, DOC_WIDTH);
@@ -479,7 +497,7 @@ function nodeDoc(n: WorkflowNode): string[] {
     case 'agent':
       return agentDoc(n);
     case 'tool':
-      return toolDoc(n);
+      return toolDoc(n, connected.get(n.data.tool ?? ''));
     case 'human':
       return humanDoc(n);
   }
@@ -505,9 +523,14 @@ function agentDoc(n: AgentNode): string[] {
   ];
 }
 
-function toolDoc(n: ToolNode): string[] {
+function toolDoc(n: ToolNode, connected: ConnectedTool | undefined): string[] {
+  const tool = n.data.tool ?? '';
+  const where = connected
+    ? ` (the tool \`\`${connected.upstream}\`\` of the MCP server "${oneLine(connected.server.name)}", ` +
+      'through ``McpRuntime``)'
+    : '';
   return wrap(
-    `${title(n, 'Tool')}: calls ${n.data.tool ?? ''} with its arguments filled from the run state; the result is ` +
+    `${title(n, 'Tool')}: calls ${tool}${where} with its arguments filled from the run state; the result is ` +
       `stored as \`\`${n.id}\`\` and \`\`output\`\`.`,
     DOC_WIDTH,
   );
@@ -629,6 +652,213 @@ const HELPER_SOURCE: Record<Helper, string> = {
 
 const HELPER_ORDER: Helper[] = ['is_number', 'get', 'truthy', 'equals', 'compare', 'contains', 'to_text', 'answer_of'];
 
+/** The MCP client's imports, when the workflow calls tools of connected servers (the `mcp` package, 1.x API). */
+const MCP_IMPORTS = [
+  'from mcp import ClientSession, StdioServerParameters',
+  'from mcp.client.sse import sse_client',
+  'from mcp.client.stdio import stdio_client',
+  'from mcp.client.streamable_http import streamablehttp_client',
+];
+
+/**
+ * The runtime around the developer's that calls connected tools through the `mcp` client: one session per server,
+ * opened on first use and reused, held on an event loop in a background thread (the node functions are synchronous).
+ */
+const MCP_RUNTIME = `class McpRuntime:
+    """A runtime that also calls the tools of the connected MCP servers.
+
+    \`\`call_tool\`\` calls a tool named \`\`<slug>__<tool>\`\` of a server in
+    \`\`MCP_SERVERS\`\` as \`\`<tool>\`\` on that server, through one session per
+    server (opened on first use, then reused), and leaves every other tool,
+    and the agents, to \`\`runtime\`\`. \`\`servers\`\` gives settings by slug
+    (\`\`url\`\`, \`\`token\`\`, \`\`command\`\`) before the environment variables, read
+    from \`\`env\`\` (\`\`os.environ\`\` unless given). The sessions live on an event
+    loop of their own, in a background thread, until \`\`close()\`\` (or the end
+    of a \`\`with\`\` block).
+    """
+
+    def __init__(
+        self,
+        runtime: WorkflowRuntime,
+        servers: Mapping[str, Mapping[str, str]] | None = None,
+        env: Mapping[str, str] | None = None,
+    ) -> None:
+        self.runtime = runtime
+        self._settings = servers or {}
+        self._env = os.environ if env is None else env
+        self._lock = threading.Lock()
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+        self._sessions: dict[str, asyncio.Future[ClientSession]] = {}
+        self._holders: list[asyncio.Task[None]] = []
+        self._closing: asyncio.Event | None = None
+
+    def __enter__(self) -> "McpRuntime":
+        return self
+
+    def __exit__(self, *exc_info: object) -> None:
+        self.close()
+
+    def agent(self, **request: Any) -> str:
+        return self.runtime.agent(**request)
+
+    def call_tool(self, *, node: str, tool: str, args: dict[str, Any]) -> str:
+        slug, _, name = tool.partition("__")
+        if not name or slug not in MCP_SERVERS:
+            return self.runtime.call_tool(node=node, tool=tool, args=args)
+        name = MCP_SERVERS[slug]["tools"].get(tool, name)
+        result = self._run(self._call_tool(slug, name, args))
+        text = "\\n".join(
+            part.text for part in result.content if part.type == "text"
+        )
+        if result.isError:
+            raise RuntimeError(
+                f"the tool {tool} failed in node {node}: {text}"
+            )
+        return text
+
+    def list_tools(self, names: list[str]) -> list[dict[str, Any]]:
+        """The connected tools among \`\`names\`\`, for an agent's model."""
+        return self._run(self._list_tools(names))
+
+    def close(self) -> None:
+        """Closes the sessions and stops their event loop."""
+        with self._lock:
+            loop, thread = self._loop, self._thread
+            self._loop = self._thread = None
+        if loop is None or thread is None:
+            return
+        asyncio.run_coroutine_threadsafe(self._close(), loop).result()
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join()
+        loop.close()
+
+    def _run(self, coroutine: Any) -> Any:
+        with self._lock:
+            if self._loop is None:
+                self._loop = asyncio.new_event_loop()
+                self._thread = threading.Thread(
+                    target=self._loop.run_forever, daemon=True
+                )
+                self._thread.start()
+            loop = self._loop
+        return asyncio.run_coroutine_threadsafe(coroutine, loop).result()
+
+    async def _call_tool(
+        self, slug: str, name: str, args: dict[str, Any]
+    ) -> Any:
+        session = await self._session(slug)
+        return await session.call_tool(name, args)
+
+    async def _list_tools(self, names: list[str]) -> list[dict[str, Any]]:
+        tools = []
+        for slug in dict.fromkeys(name.partition("__")[0] for name in names):
+            if slug not in MCP_SERVERS:
+                continue
+            session = await self._session(slug)
+            # Names on the server -> names here (which may be shortened).
+            used = MCP_SERVERS[slug]["tools"]
+            named = {upstream: here for here, upstream in used.items()}
+            cursor = None
+            while True:
+                page = await session.list_tools(cursor)
+                for tool in page.tools:
+                    name = named.get(tool.name, f"{slug}__{tool.name}")
+                    if name in names:
+                        tools.append(
+                            {
+                                "name": name,
+                                "description": tool.description or "",
+                                "input_schema": tool.inputSchema,
+                            }
+                        )
+                cursor = page.nextCursor
+                if not cursor:
+                    break
+        return tools
+
+    async def _session(self, slug: str) -> ClientSession:
+        """The server's session, opened on first use."""
+        opened = self._sessions.get(slug)
+        if opened is None:
+            if self._closing is None:
+                self._closing = asyncio.Event()
+            opened = asyncio.get_running_loop().create_future()
+            self._sessions[slug] = opened
+            holder = self._hold(slug, opened, self._closing)
+            self._holders = [t for t in self._holders if not t.done()]
+            self._holders.append(asyncio.create_task(holder))
+        return await asyncio.shield(opened)
+
+    async def _hold(
+        self,
+        slug: str,
+        opened: asyncio.Future[ClientSession],
+        closing: asyncio.Event,
+    ) -> None:
+        """Opens a session and holds it open until \`\`close()\`\`.
+
+        A session is opened and closed in the same task, as the transports
+        need. One that could not be opened, or that broke, is opened anew on
+        the next call.
+        """
+        try:
+            async with self._transport(slug) as streams:
+                async with ClientSession(streams[0], streams[1]) as session:
+                    await session.initialize()
+                    opened.set_result(session)
+                    await closing.wait()
+        except Exception as error:
+            if not opened.done():
+                opened.set_exception(error)
+        finally:
+            if self._sessions.get(slug) is opened:
+                del self._sessions[slug]
+
+    async def _close(self) -> None:
+        if self._closing is not None:
+            self._closing.set()
+        await asyncio.gather(*self._holders, return_exceptions=True)
+        self._closing, self._holders = None, []
+
+    def _transport(self, slug: str) -> Any:
+        """How to reach a server: at its URL with its token, or by its command.
+
+        Settings given in code come first, then the environment variables,
+        then the URL known when the workflow was generated.
+        """
+        server = MCP_SERVERS[slug]
+        settings = self._settings.get(slug, {})
+        if server["transport"] == "stdio":
+            # The operator configures the command: none is written here.
+            command = (
+                settings.get("command")
+                or self._env.get(server["command_env"])
+                or ""
+            ).split()
+            if not command:
+                raise RuntimeError(
+                    f"{server['name']} runs over stdio: set "
+                    f"{server['command_env']} to the command that starts it"
+                )
+            return stdio_client(
+                StdioServerParameters(command=command[0], args=command[1:])
+            )
+        url = (
+            settings.get("url")
+            or self._env.get(server["url_env"])
+            or server["url"]
+        )
+        if not url:
+            raise RuntimeError(
+                f"set {server['url_env']} to the URL of {server['name']}"
+            )
+        token = settings.get("token") or self._env.get(server["token_env"])
+        headers = {"Authorization": f"Bearer {token}"} if token else None
+        if server["transport"] == "sse":
+            return sse_client(url, headers=headers)
+        return streamablehttp_client(url, headers=headers)`;
+
 /** What answers a human node, as the service takes it (`HumanAnswer`): emitted when the workflow has one. */
 const HUMAN_ANSWERS = `ANSWER_MAX_LENGTH = ${HUMAN_ANSWER_MAX_LENGTH}
 """The longest answer a human node takes, in characters (code points)."""
@@ -724,9 +954,17 @@ interface NodeCode {
  * `build_workflow(runtime, checkpointer=None)` (the compiled graph) and `initial_state(input, vars=None)`.
  * Throws `WorkflowCompileError` for a workflow `compileWorkflow` would refuse.
  */
-export function generatePython(workflow: Workflow, options: { name?: string } = {}): string {
+export function generatePython(
+  workflow: Workflow,
+  options: { name?: string; tools?: readonly CodegenTool[] } = {},
+): string {
   const plan = planWorkflow(workflow);
   const moduleName = moduleNameOf(options.name ?? workflow.name);
+  const servers = planMcpServers(workflow, options.tools);
+  const connected = new Map(
+    servers.flatMap((server) => server.tools.map((tool) => [tool.name, { server, upstream: tool.upstream }] as const)),
+  );
+  const mcp = servers.length > 0;
   const emitter = new Emitter();
   const names = new Names();
   const nodes: NodeCode[] = plan.nodes.map((node) => ({
@@ -737,7 +975,7 @@ export function generatePython(workflow: Workflow, options: { name?: string } = 
   const routeNames = new Map([...plan.routers.keys()].map((id) => [id, names.claim(`route_${snakeCase(id)}`)]));
 
   const functions = nodes.map((c) => {
-    const source = nodeFunction(c, emitter);
+    const source = nodeFunction(c, emitter, connected);
     const router = plan.routers.get(c.node.id);
     if (!router) return source;
     return `${source}\n\n\n${routeFunction(c.node, routeNames.get(c.node.id) ?? '', router, emitter)}`;
@@ -746,48 +984,65 @@ export function generatePython(workflow: Workflow, options: { name?: string } = 
   const hasHuman = nodes.some((c) => c.node.type === 'human');
   const hasEnd = nodes.some((c) => c.node.type === 'end');
   const imports = [
+    ...(mcp ? ['import asyncio'] : []),
     ...(emitter.helpers.has('to_text') ? ['import json'] : []),
     'import operator',
+    ...(mcp ? ['import os', 'import threading', 'from collections.abc import Mapping'] : []),
     'from typing import Annotated, Any, NotRequired, Protocol, TypedDict',
     '',
     `from langgraph.graph import ${hasEnd ? 'END, ' : ''}START, StateGraph`,
     ...(hasHuman ? ['from langgraph.types import interrupt'] : []),
+    ...(mcp ? MCP_IMPORTS : []),
   ].join('\n');
 
   const sections = [
-    header(workflow, moduleName, plan, hasHuman),
+    header(workflow, moduleName, plan, hasHuman, servers),
     imports,
     DECLARATIONS,
     ...(hasHuman ? [HUMAN_ANSWERS] : []),
     ...HELPER_ORDER.filter((h) => emitter.helpers.has(h)).map((h) => HELPER_SOURCE[h]),
     ...functions,
     buildFunction(plan, nodes, routeNames),
+    ...(mcp ? [mcpServersTable(servers), MCP_RUNTIME] : []),
   ];
   const [head, ...rest] = sections;
   return `${head}\n\n${rest.join('\n\n\n')}\n`;
 }
 
-function header(workflow: Workflow, moduleName: string, plan: WorkflowPlan, hasHuman: boolean): string {
+function header(
+  workflow: Workflow,
+  moduleName: string,
+  plan: WorkflowPlan,
+  hasHuman: boolean,
+  servers: McpServerPlan[],
+): string {
   const description = workflow.description.trim();
   const width = WIDTH - 3;
+  const mcp = servers.length > 0;
   const lines = [
     ...wrap(`${moduleName}: the workflow "${oneLine(workflow.name)}" as a LangGraph graph.`, width),
     '',
     ...wrap(
       'Generated by the workflow builder of Agent Service. It takes the same steps as the service does when it ' +
         `runs the workflow: ${plan.nodes.length} nodes, each one function below, and a routing function per ` +
-        `router. It needs \`\`${LANGGRAPH_PYTHON_REQUIREMENT}\`\` only (Python 3.11+).`,
+        `router. It needs \`\`${LANGGRAPH_PYTHON_REQUIREMENT}\`\`` +
+        (mcp
+          ? ` (Python 3.11+), and \`\`${MCP_PYTHON_REQUIREMENT}\`\` for its connected tools.`
+          : ' only (Python 3.11+).'),
       width,
     ),
     ...(description ? ['', ...wrap(description, width)] : []),
+    ...(mcp ? ['', ...mcpHeader(servers, width)] : []),
     '',
     'Run it with your implementation of ``WorkflowRuntime``::',
     '',
     '    from langgraph.checkpoint.memory import InMemorySaver',
     '    from langgraph.types import Command',
     '',
-    `    from ${moduleName} import build_workflow, ${hasHuman ? 'human_answer, ' : ''}initial_state`,
+    `    from ${moduleName} import ${mcp ? 'McpRuntime, ' : ''}build_workflow, ${hasHuman ? 'human_answer, ' : ''}initial_state`,
     '',
+  ];
+  const run = [
     '    graph = build_workflow(runtime, checkpointer=InMemorySaver())',
     '    config = {"configurable": {"thread_id": "run-1"}}',
     '    state = graph.invoke(initial_state("Hello"), config)',
@@ -801,7 +1056,59 @@ function header(workflow: Workflow, moduleName: string, plan: WorkflowPlan, hasH
       : []),
     '    print(state["vars"].get("output"), state["path"])',
   ];
+  if (mcp) lines.push('    with McpRuntime(your_runtime) as runtime:', ...run.map((l) => STEP + l));
+  else lines.push(...run);
   return docstring(lines, '');
+}
+
+/** The header's paragraph on connected tools: how each server is reached, and where its credential comes from. */
+function mcpHeader(servers: McpServerPlan[], width: number): string[] {
+  return [
+    ...wrap(
+      'Tools named ``<slug>__<tool>`` come from MCP servers that Agent Service was connected to. ' +
+        '``McpRuntime(runtime)`` calls them through the MCP client and leaves every other tool to your runtime. ' +
+        'No credential is written here: each server is reached with these environment variables (or ' +
+        '``McpRuntime`` arguments):',
+      width,
+    ),
+    '',
+    ...servers.flatMap((server) => wrap(`- ${serverSummary(server)}`, width).map((l, i) => (i === 0 ? l : `  ${l}`))),
+  ];
+}
+
+/** The connected servers' table: how to reach each, and the variables that say so. */
+function mcpServersTable(servers: McpServerPlan[]): string {
+  const table = dict(
+    servers.map((server) => [
+      server.slug,
+      dict([
+        ['name', str(server.name)],
+        ['transport', str(server.transport)],
+        ['url', server.url === null ? atom('None') : str(server.url)],
+        ['url_env', str(server.urlEnv)],
+        ['token_env', str(server.tokenEnv)],
+        ['command_env', str(server.commandEnv)],
+        ['tools', dict(server.tools.map((t) => [t.name, str(t.upstream)]))],
+      ]),
+    ]),
+  );
+  return [
+    statement('', 'MCP_SERVERS: dict[str, dict[str, Any]] = ', table),
+    docstring(
+      [
+        "The MCP servers of the workflow's connected tools, by slug.",
+        '',
+        ...wrap(
+          "No credential is written here: a server's bearer token is read from its ``token_env`` variable, its " +
+            'URL from ``url_env`` (else ``url``, where it was served when the workflow was generated), and the ' +
+            'command that starts a stdio server from ``command_env``. ``tools`` maps the names of its tools the ' +
+            'workflow uses to their names on the server.',
+          WIDTH - 3,
+        ),
+      ],
+      '',
+    ),
+  ].join('\n');
 }
 
 /** What a node returns: the message it adds (if any), its results in ``vars``, and its step in ``path``. */
@@ -826,7 +1133,7 @@ function update(id: string, message: [role: string, content: Py] | undefined, va
   ]);
 }
 
-function nodeFunction(c: NodeCode, emitter: Emitter): string {
+function nodeFunction(c: NodeCode, emitter: Emitter, connected: ReadonlyMap<string, ConnectedTool>): string {
   const { node: n, fn } = c;
   const body: string[] = [];
   const params = c.usesRuntime ? 'runtime: WorkflowRuntime, state: WorkflowState' : 'state: WorkflowState';
@@ -893,7 +1200,7 @@ function nodeFunction(c: NodeCode, emitter: Emitter): string {
     textWidth(signature) <= WIDTH
       ? signature
       : `def ${fn}(\n${STEP}${params.replace(', ', `,\n${STEP}`)},\n) -> dict[str, Any]:`;
-  return [head, docstring(nodeDoc(n), STEP), ...body].join('\n');
+  return [head, docstring(nodeDoc(n, connected), STEP), ...body].join('\n');
 }
 
 function routeFunction(n: WorkflowNode, fn: string, router: RouterPlan, emitter: Emitter): string {

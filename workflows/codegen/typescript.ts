@@ -11,7 +11,8 @@ import {
   questionOf,
   systemPromptOf,
 } from '../schema.js';
-import { LANGGRAPH_JS_RANGE } from './versions.js';
+import { type CodegenTool, type McpServerPlan, planMcpServers, serverSummary } from './mcp.js';
+import { LANGGRAPH_JS_RANGE, MCP_SDK_JS_RANGE } from './versions.js';
 
 /**
  * TypeScript source for a workflow: the graph `compileWorkflow` builds, written out as a module a developer keeps
@@ -685,6 +686,24 @@ const RESERVED_NAMES = [
   'ANSWER_MAX_LENGTH',
   'humanAnswer',
   'answerOf',
+  'Client',
+  'SSEClientTransport',
+  'StdioClientTransport',
+  'StreamableHTTPClientTransport',
+  'Transport',
+  'McpServerConfig',
+  'MCP_SERVERS',
+  'MCP_CLIENT',
+  'McpServerSettings',
+  'McpOptions',
+  'McpToolDefinition',
+  'McpRuntime',
+  'connectMcpServers',
+  'splitToolName',
+  'connectMcpServer',
+  'mcpTransport',
+  'mcpText',
+  'closeMcpClient',
 ];
 
 /** `web-search` → `webSearch`: ids are letters, digits, `_` and `-`, so the result is an identifier. */
@@ -757,7 +776,13 @@ function quoteBlock(text: string): string[] {
   return wrap(commentText(text), COMMENT_WIDTH - 4).map((l) => (l ? `    ${l}` : ''));
 }
 
-function nodeComment(n: WorkflowNode): string {
+/** A connected tool: its server, and its name there. */
+interface ConnectedTool {
+  server: McpServerPlan;
+  upstream: string;
+}
+
+function nodeComment(n: WorkflowNode, connected: ReadonlyMap<string, ConnectedTool>): string {
   switch (n.type) {
     case 'start':
       return docComment(wrap(`${title(n, 'Start')}: where every run begins.`, COMMENT_WIDTH));
@@ -770,7 +795,7 @@ function nodeComment(n: WorkflowNode): string {
     case 'agent':
       return docComment(agentComment(n));
     case 'tool':
-      return docComment(toolComment(n));
+      return docComment(toolComment(n, connected.get(n.data.tool ?? '')));
     case 'human':
       return docComment(humanComment(n));
   }
@@ -797,10 +822,15 @@ function agentComment(n: AgentNode): string[] {
   ];
 }
 
-function toolComment(n: ToolNode): string[] {
+function toolComment(n: ToolNode, connected: ConnectedTool | undefined): string[] {
+  const tool = n.data.tool ?? '';
+  const where = connected
+    ? ` (the tool \`${connected.upstream}\` of the MCP server "${oneLine(connected.server.name)}", through ` +
+      '`connectMcpServers`)'
+    : '';
   return wrap(
     commentText(
-      `${title(n, 'Tool')}: calls ${n.data.tool ?? ''} with its arguments filled from the run state; the result ` +
+      `${title(n, 'Tool')}: calls ${tool}${where} with its arguments filled from the run state; the result ` +
         `is stored as \`${n.id}\` and \`output\`.`,
     ),
     COMMENT_WIDTH,
@@ -1015,6 +1045,232 @@ export const WorkflowState = Annotation.Root({
   }),
 });`;
 
+/** The MCP SDK's client and transports, imported when the workflow calls tools of connected servers. */
+const MCP_IMPORTS = [
+  'import { Client } from "@modelcontextprotocol/sdk/client/index.js";',
+  'import { SSEClientTransport } from "@modelcontextprotocol/sdk/client/sse.js";',
+  'import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";',
+  'import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";',
+  'import type { Transport } from "@modelcontextprotocol/sdk/shared/transport.js";',
+].join('\n');
+
+const MCP_SERVER_CONFIG = `/** What the module knows of a connected MCP server. */
+export interface McpServerConfig {
+  name: string;
+  transport: "streamable_http" | "sse" | "stdio";
+  /** Where it was served when the module was generated; null over stdio. */
+  url: string | null;
+  /** The environment variable whose URL, when set, is used instead. */
+  urlEnv: string;
+  /** The environment variable holding its bearer token, if it needs one. */
+  tokenEnv: string;
+  /** Over stdio: the environment variable holding the command that starts it. */
+  commandEnv: string;
+  /** Its tools the workflow uses: their names here, and on the server. */
+  tools: Record<string, string>;
+}`;
+
+/**
+ * The runtime around the developer's that calls connected tools through the MCP SDK: one client per server,
+ * connected on first use and reused, its URL and bearer token from parameters or environment variables.
+ */
+const MCP_RUNTIME = `/** A server's settings given in code, before its environment variables. */
+export interface McpServerSettings {
+  url?: string;
+  /** Sent as \`Authorization: Bearer <token>\`. */
+  token?: string;
+  /** Over stdio: the program and its arguments, separated by white space. */
+  command?: string;
+}
+
+export interface McpOptions {
+  /** Settings by server slug. */
+  servers?: Record<string, McpServerSettings>;
+  /** Where the variables are read: \`process.env\` unless given. */
+  env?: Record<string, string | undefined>;
+}
+
+/** A connected tool as a model is offered it. */
+export interface McpToolDefinition {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** A runtime that also calls the tools of the connected MCP servers. */
+export interface McpRuntime extends WorkflowRuntime {
+  /** The connected tools among \`names\` (an agent node's), for its model. */
+  listTools(names: string[]): Promise<McpToolDefinition[]>;
+  /** Disconnects from the servers. */
+  close(): Promise<void>;
+}
+
+/**
+ * \`runtime\`, with the tools of the connected MCP servers: \`callTool\` calls a
+ * tool named \`<slug>__<tool>\` of a server in \`MCP_SERVERS\` as \`<tool>\` on that
+ * server, through one client per server (connected on first use, then reused),
+ * and leaves every other tool, and the agents, to \`runtime\`. A server's URL,
+ * token and command come from \`options.servers\`, else from its environment
+ * variables; its URL last from \`MCP_SERVERS\`.
+ */
+export function connectMcpServers(
+  runtime: WorkflowRuntime,
+  options: McpOptions = {},
+): McpRuntime {
+  const env = options.env ?? process.env;
+  const clients = new Map<string, Promise<Client>>();
+  const clientOf = (slug: string, server: McpServerConfig): Promise<Client> => {
+    let client = clients.get(slug);
+    if (!client) {
+      const settings = options.servers?.[slug] ?? {};
+      client = connectMcpServer(server, () =>
+        mcpTransport(server, settings, env),
+      );
+      clients.set(slug, client);
+      // A server that could not be reached is tried again on the next call.
+      client.catch(() => clients.delete(slug));
+    }
+    return client;
+  };
+  return {
+    agent: (request, config) => runtime.agent(request, config),
+    async callTool(request, config) {
+      const [slug, tool] = splitToolName(request.tool);
+      const server = MCP_SERVERS[slug];
+      if (!server) return runtime.callTool(request, config);
+      const client = await clientOf(slug, server);
+      const result = await client.callTool(
+        { name: server.tools[request.tool] ?? tool, arguments: request.args },
+        undefined,
+        config.signal ? { signal: config.signal } : {},
+      );
+      const text = mcpText(result.content);
+      if (result.isError) {
+        throw new Error(
+          \`The tool \${request.tool} failed in node \${request.node}: \${text}\`,
+        );
+      }
+      return text;
+    },
+    async listTools(names) {
+      const tools: McpToolDefinition[] = [];
+      const wanted = new Set(names);
+      for (const slug of new Set(names.map((n) => splitToolName(n)[0]))) {
+        const server = MCP_SERVERS[slug];
+        if (!server) continue;
+        const client = await clientOf(slug, server);
+        // Names on the server → names here (which may be shortened or safe).
+        const named = new Map<string, string>();
+        for (const [name, upstream] of Object.entries(server.tools)) {
+          named.set(upstream, name);
+        }
+        let cursor: string | undefined;
+        do {
+          const page = await client.listTools(cursor ? { cursor } : {});
+          for (const tool of page.tools) {
+            const name = named.get(tool.name) ?? \`\${slug}__\${tool.name}\`;
+            if (!wanted.has(name)) continue;
+            tools.push({
+              name,
+              description: tool.description ?? "",
+              inputSchema: tool.inputSchema,
+            });
+          }
+          cursor = page.nextCursor;
+        } while (cursor);
+      }
+      return tools;
+    },
+    async close() {
+      const open = [...clients.values()];
+      clients.clear();
+      await Promise.allSettled(open.map(async (c) => closeMcpClient(await c)));
+    },
+  };
+}
+
+/** \`files__read_file\` → \`["files", "read_file"]\`; no \`__\` → \`["", name]\`. */
+function splitToolName(name: string): [slug: string, tool: string] {
+  const at = name.indexOf("__");
+  return at > 0 ? [name.slice(0, at), name.slice(at + 2)] : ["", name];
+}
+
+async function connectMcpServer(
+  server: McpServerConfig,
+  transport: () => Transport,
+): Promise<Client> {
+  // Settings that are missing fail here, before any connection is tried.
+  const connection = transport();
+  const client = new Client(MCP_CLIENT);
+  try {
+    await client.connect(connection);
+  } catch (error) {
+    throw new Error(\`Could not connect to the MCP server \${server.name}\`, {
+      cause: error,
+    });
+  }
+  return client;
+}
+
+/** Ends the client's session (over streamable HTTP, the server forgets it). */
+async function closeMcpClient(client: Client): Promise<void> {
+  const transport = client.transport;
+  if (transport instanceof StreamableHTTPClientTransport) {
+    await transport.terminateSession().catch(() => undefined);
+  }
+  await client.close();
+}
+
+/**
+ * How to reach a server: at its URL, with its bearer token (streamable HTTP or
+ * SSE), or by running its command (stdio).
+ */
+function mcpTransport(
+  server: McpServerConfig,
+  settings: McpServerSettings,
+  env: Record<string, string | undefined>,
+): Transport {
+  if (server.transport === "stdio") {
+    // The operator configures the command: none is written here.
+    const command = settings.command ?? env[server.commandEnv] ?? "";
+    const [program, ...args] = command.split(/\\s+/).filter(Boolean);
+    if (!program) {
+      throw new Error(
+        \`\${server.name} runs over stdio: set \${server.commandEnv} to the command that starts it\`,
+      );
+    }
+    return new StdioClientTransport({ command: program, args });
+  }
+  const url = settings.url ?? (env[server.urlEnv] || server.url);
+  if (!url) {
+    throw new Error(\`Set \${server.urlEnv} to the URL of \${server.name}\`);
+  }
+  const token = settings.token ?? env[server.tokenEnv];
+  const requestInit = token
+    ? { headers: { Authorization: \`Bearer \${token}\` } }
+    : {};
+  return server.transport === "sse"
+    ? new SSEClientTransport(new URL(url), { requestInit })
+    : new StreamableHTTPClientTransport(new URL(url), { requestInit });
+}
+
+/** A tool result's text parts, one a line (as the service reads a result). */
+function mcpText(content: unknown): string {
+  if (!Array.isArray(content)) return "";
+  return content
+    .flatMap((part: unknown) =>
+      typeof part === "object" &&
+      part !== null &&
+      "type" in part &&
+      part.type === "text" &&
+      "text" in part &&
+      typeof part.text === "string"
+        ? [part.text]
+        : [],
+    )
+    .join("\\n");
+}`;
+
 const INITIAL_STATE = `/** Steps a run may take; loops through routers are allowed, endless ones stop. */
 export const RECURSION_LIMIT = 100;
 
@@ -1055,9 +1311,16 @@ export function kebabName(name: string): string {
  * `buildWorkflow(runtime, { checkpointer })` (the compiled graph), `initialState` and `RECURSION_LIMIT`.
  * Throws `WorkflowCompileError` for a workflow `compileWorkflow` would refuse.
  */
-export function generateTypeScript(workflow: Workflow, options: { name?: string } = {}): string {
+export function generateTypeScript(
+  workflow: Workflow,
+  options: { name?: string; tools?: readonly CodegenTool[] } = {},
+): string {
   const plan = planWorkflow(workflow);
   const moduleName = kebabName(options.name ?? workflow.name);
+  const servers = planMcpServers(workflow, options.tools);
+  const connected = new Map(
+    servers.flatMap((server) => server.tools.map((tool) => [tool.name, { server, upstream: tool.upstream }] as const)),
+  );
   const emitter = new Emitter();
   const names = new Names();
   const nodes: NodeCode[] = plan.nodes.map((node) => ({
@@ -1095,7 +1358,7 @@ export function generateTypeScript(workflow: Workflow, options: { name?: string 
   );
   // Each routing function follows its router's node function.
   const nodeSources = nodes.map((c) =>
-    [`${nodeComment(c.node)}\n${printDoc(nodeFunction(c, emitter))}`, routeSources.get(c.node.id) ?? '']
+    [`${nodeComment(c.node, connected)}\n${printDoc(nodeFunction(c, emitter))}`, routeSources.get(c.node.id) ?? '']
       .filter(Boolean)
       .join('\n\n'),
   );
@@ -1115,12 +1378,12 @@ export function generateTypeScript(workflow: Workflow, options: { name?: string 
   ];
 
   const sections = [
-    header(workflow, moduleName, plan, hasHuman),
+    header(workflow, moduleName, plan, hasHuman, servers),
     printDoc([
       'import ',
       group(['{', indent([line, join([',', line], imports)]), ifBreak(','), line, '}']),
       ' from "@langchain/langgraph";',
-    ]),
+    ]) + (servers.length > 0 ? `\n${MCP_IMPORTS}` : ''),
     DECLARATIONS,
     [usesState ? 'type State = typeof WorkflowState.State;' : '', 'type Update = typeof WorkflowState.Update;']
       .filter(Boolean)
@@ -1130,14 +1393,22 @@ export function generateTypeScript(workflow: Workflow, options: { name?: string 
     ...HELPER_ORDER.filter((h) => emitter.helpers.has(h)).map((h) => HELPER_SOURCE[h]),
     ...nodeSources,
     buildFunction(plan, nodes, routeNames, usesRuntime),
+    ...(servers.length > 0 ? mcpSections(servers, moduleName) : []),
   ];
   return `${sections.join('\n\n')}\n`;
 }
 
 const upperFirst = (s: string): string => s.charAt(0).toUpperCase() + s.slice(1);
 
-function header(workflow: Workflow, moduleName: string, plan: WorkflowPlan, hasHuman: boolean): string {
+function header(
+  workflow: Workflow,
+  moduleName: string,
+  plan: WorkflowPlan,
+  hasHuman: boolean,
+  servers: McpServerPlan[],
+): string {
   const description = workflow.description.trim();
+  const mcp = servers.length > 0;
   const lines = [
     ...wrap(
       commentText(`${moduleName}: the workflow "${oneLine(workflow.name)}" as a LangGraph graph.`),
@@ -1147,16 +1418,19 @@ function header(workflow: Workflow, moduleName: string, plan: WorkflowPlan, hasH
     ...wrap(
       'Generated by the workflow builder of Agent Service. It takes the same steps as the service does when it ' +
         `runs the workflow: ${plan.nodes.length} nodes, each one function below, and a routing function per ` +
-        `router. It needs \`@langchain/langgraph\` (${LANGGRAPH_JS_RANGE}) and \`@langchain/core\` only.`,
+        `router. It needs \`@langchain/langgraph\` (${LANGGRAPH_JS_RANGE}) and \`@langchain/core\`` +
+        (mcp ? `, and \`@modelcontextprotocol/sdk\` (${MCP_SDK_JS_RANGE}) for its connected tools.` : ' only.'),
       COMMENT_WIDTH,
     ),
     ...(description ? ['', ...wrap(commentText(description), COMMENT_WIDTH)] : []),
+    ...(mcp ? ['', ...mcpHeader(servers)] : []),
     '',
     'Run it with your implementation of `WorkflowRuntime`:',
     '',
     '    import { Command, MemorySaver } from "@langchain/langgraph";',
-    `    import { buildWorkflow, ${hasHuman ? 'humanAnswer, ' : ''}initialState } from "./${moduleName}.js";`,
+    `    import { buildWorkflow, ${mcp ? 'connectMcpServers, ' : ''}${hasHuman ? 'humanAnswer, ' : ''}initialState } from "./${moduleName}.js";`,
     '',
+    ...(mcp ? ['    const runtime = connectMcpServers(yourRuntime);'] : []),
     '    const graph = buildWorkflow(runtime, { checkpointer: new MemorySaver() });',
     '    const config = { configurable: { thread_id: "run-1" } };',
     '    let state = await graph.invoke(initialState("Hello"), config);',
@@ -1169,8 +1443,65 @@ function header(workflow: Workflow, moduleName: string, plan: WorkflowPlan, hasH
         ]
       : []),
     '    console.log(state.vars.output, state.path);',
+    ...(mcp ? ['    await runtime.close();'] : []),
   ];
   return docComment(lines);
+}
+
+/** The header's paragraph on connected tools: how each server is reached, and where its credential comes from. */
+function mcpHeader(servers: McpServerPlan[]): string[] {
+  return [
+    ...wrap(
+      'Tools named `<slug>__<tool>` come from MCP servers that Agent Service was connected to. ' +
+        '`connectMcpServers(runtime)` calls them through the MCP SDK and leaves every other tool to your runtime. ' +
+        'No credential is written here: each server is reached with these environment variables (or ' +
+        '`connectMcpServers` options):',
+      COMMENT_WIDTH,
+    ),
+    '',
+    ...servers.flatMap((server) =>
+      wrap(commentText(`- ${serverSummary(server)}`), COMMENT_WIDTH).map((l, i) => (i === 0 ? l : `  ${l}`)),
+    ),
+  ];
+}
+
+/** The connected servers' table, the client's name, and the runtime that calls their tools. */
+function mcpSections(servers: McpServerPlan[], moduleName: string): string[] {
+  const table = object(
+    servers.map((server) =>
+      prop(
+        server.slug,
+        object(
+          [
+            prop('name', str(server.name)),
+            prop('transport', str(server.transport)),
+            prop('url', server.url === null ? { type: 'keyword', text: 'null' } : str(server.url)),
+            prop('urlEnv', str(server.urlEnv)),
+            prop('tokenEnv', str(server.tokenEnv)),
+            prop('commandEnv', str(server.commandEnv)),
+            prop('tools', object(server.tools.map((t) => prop(t.name, str(t.upstream))))),
+          ],
+          true,
+        ),
+      ),
+    ),
+    true,
+  );
+  const tableComment = docComment([
+    ...wrap(
+      "The MCP servers of the workflow's connected tools, by slug. No credential is written here: a server's " +
+        'bearer token is read from its `tokenEnv` variable, its URL from `urlEnv` (else `url`), and a stdio ' +
+        "server's command from `commandEnv`.",
+      COMMENT_WIDTH,
+    ),
+  ]);
+  const client = printConst('MCP_CLIENT', object([prop('name', str(moduleName)), prop('version', str('1.0.0'))]));
+  return [
+    MCP_SERVER_CONFIG,
+    `${tableComment}\n${printDoc(['export const MCP_SERVERS: Record<string, McpServerConfig> = ', printJs(table), ';'])}`,
+    `/** How this module names itself to the servers. */\n${printDoc(client)}`,
+    MCP_RUNTIME,
+  ];
 }
 
 /** What a node returns: the message it adds (if any), its results in `vars`, and its step in `path`. */

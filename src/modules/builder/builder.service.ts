@@ -154,14 +154,19 @@ export class BuilderService {
     return { from, to: target, ...diffWorkflows(before, after) };
   }
 
-  /** Source code for the workflow; an invalid one has none (400 with the report). */
+  /**
+   * Source code for the workflow; an invalid one has none (400 with the report). The code calls the tools of
+   * connected MCP servers through an MCP client, so it is told which of the caller's tools those are and where their
+   * servers are served (`ToolSpec.server`); credentials are not part of a listing, and never reach the code.
+   */
   async generate(
     caller: Caller,
     input: DefinitionInput,
     options: { language: 'python' | 'typescript'; name?: string },
   ): Promise<GeneratedCode> {
     const workflow = await this.#valid(caller, input);
-    return generateCode(workflow, { language: options.language, name: options.name ?? workflow.name });
+    const tools = await this.deps.tools.list(caller);
+    return generateCode(workflow, { language: options.language, name: options.name ?? workflow.name, tools });
   }
 
   tools(caller: Caller) {
