@@ -1,17 +1,23 @@
 import { Suspense, lazy, useCallback, useEffect, useState } from 'react';
 import type { ApiClient, CurrentUser } from '../../shared/api/api-client';
 import { SignedInUser } from '../../shared/auth/signed-in-user';
+import { ConnectionsPanel } from '../../shared/connections/connections-panel';
+import { PlugIcon } from '../../shared/ui/icons';
 import type { BuilderApi, BuilderConfig, WorkflowDefinition } from './api/builder-api';
 import { WorkflowList } from './features/workflows/workflow-list';
+import { WorkflowsIcon } from './ui/icons';
 
 // The canvas (React Flow and the editor) loads on first use, so the list appears without waiting for it.
 const Editor = lazy(() => import('./features/editor/editor').then((module) => ({ default: module.Editor })));
 
-/** Where the address points: the list, a new workflow, or a saved one. */
-export type Route = { view: 'list' } | { view: 'editor'; id: string | null };
+/** Where the address points: the list, a new workflow, a saved one, or the connections page. */
+export type Route = { view: 'list' } | { view: 'editor'; id: string | null } | { view: 'connections' };
+
+const CONNECTIONS_HASH = '#/connections';
 
 export function parseRoute(hash: string): Route {
   if (hash === '#/new') return { view: 'editor', id: null };
+  if (hash === CONNECTIONS_HASH || hash.startsWith(`${CONNECTIONS_HASH}?`)) return { view: 'connections' };
   const match = /^#\/workflows\/([^/?#]+)$/.exec(hash);
   if (match?.[1]) return { view: 'editor', id: decodeURIComponent(match[1]) };
   return { view: 'list' };
@@ -19,6 +25,7 @@ export function parseRoute(hash: string): Route {
 
 export function routeHash(route: Route): string {
   if (route.view === 'list') return '#/';
+  if (route.view === 'connections') return CONNECTIONS_HASH;
   return route.id === null ? '#/new' : `#/workflows/${encodeURIComponent(route.id)}`;
 }
 
@@ -52,7 +59,12 @@ export function Shell({ client, api, config, user, onSignOut }: ShellProps) {
 
   useEffect(() => {
     if (route.view === 'list') document.title = 'Workflows · Workflow Builder';
+    if (route.view === 'connections') document.title = 'Connections · Workflow Builder';
   }, [route]);
+
+  const isAdmin = user.roles?.includes('admin') ?? false;
+  /** An upstream's sign-in page sends the browser back to the connections page. */
+  const connectionsUrl = `${window.location.origin}${window.location.pathname}${CONNECTIONS_HASH}`;
 
   /** Navigates within the app; pushState fires no hashchange, so Back still comes here through onHash. */
   const go = useCallback((next: Route, startingFrom: typeof draft = null) => {
@@ -79,10 +91,31 @@ export function Shell({ client, api, config, user, onSignOut }: ShellProps) {
           <span className="brand__name">Workflow Builder</span>
           <span className="brand__version">v{config.version}</span>
         </h1>
+        {route.view !== 'editor' ? (
+          // The editor has its own way back (which asks about unsaved changes), so the switch is not shown there.
+          <nav className="topbar__nav" aria-label="Views">
+            <a className="topbar__link" href="#/" aria-current={route.view === 'list' ? 'page' : undefined}>
+              <WorkflowsIcon />
+              <span className="topbar__link-text">Workflows</span>
+            </a>
+            <a
+              className="topbar__link"
+              href={CONNECTIONS_HASH}
+              aria-current={route.view === 'connections' ? 'page' : undefined}
+            >
+              <PlugIcon />
+              <span className="topbar__link-text">Connections</span>
+            </a>
+          </nav>
+        ) : null}
         <div className="topbar__spacer" />
         <SignedInUser user={user} onSignOut={onSignOut} />
       </header>
-      {route.view === 'list' ? (
+      {route.view === 'connections' ? (
+        <main className="page">
+          <ConnectionsPanel client={client} isAdmin={isAdmin} returnTo={connectionsUrl} />
+        </main>
+      ) : route.view === 'list' ? (
         <WorkflowList
           api={api}
           onOpen={(id) => go({ view: 'editor', id })}
@@ -105,6 +138,8 @@ export function Shell({ client, api, config, user, onSignOut }: ShellProps) {
             api={api}
             config={config}
             workflowId={route.id}
+            isAdmin={isAdmin}
+            connectionsUrl={connectionsUrl}
             draft={draft}
             onCreated={onCreated}
             onLeave={() => go({ view: 'list' })}

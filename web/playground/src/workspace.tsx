@@ -2,20 +2,46 @@ import { useCallback, useEffect, useId, useRef, useState } from 'react';
 import type { ApiClient, CurrentUser } from '../../shared/api/api-client';
 import { describeError } from '../../shared/api/api-error';
 import { SignedInUser } from '../../shared/auth/signed-in-user';
-import { CloseIcon } from '../../shared/ui/icons';
+import { ConnectionsPanel } from '../../shared/connections/connections-panel';
+import { clearSignInReturn, readSignInReturn, type SignInReturn } from '../../shared/connections/sign-in-return';
+import { ActivityIcon, CloseIcon, PlugIcon } from '../../shared/ui/icons';
 import { useMediaQuery } from '../../shared/ui/use-media-query';
 import type { PlaygroundApi, PlaygroundConfig } from './api/playground-api';
 import { ChatView } from './features/chat/chat-view';
 import { ObservabilityPanel } from './features/observability/observability-panel';
 import { SessionList, sessionName } from './features/sessions/session-list';
 import { useSessions } from './features/sessions/use-sessions';
-import { ActivityIcon, MenuIcon } from './ui/icons';
+import { ChatIcon, MenuIcon } from './ui/icons';
 
 /** Below this width the session list is a drawer. */
 const NARROW = '(max-width: 760px)';
 /** From this width the trace panel sits beside the chat; below it, it is a drawer. */
 const WIDE = '(min-width: 1100px)';
 const TRACE_PREF_KEY = 'agent-service.playground.trace-open';
+
+/** The chat (with its sessions and trace), or the connections page. */
+type View = 'chat' | 'connections';
+const CONNECTIONS_HASH = '#connections';
+
+function viewFromHash(): View {
+  return window.location.hash === CONNECTIONS_HASH || window.location.hash.startsWith(`${CONNECTIONS_HASH}?`)
+    ? 'connections'
+    : 'chat';
+}
+
+/** The connection a link points at: `#connections?connect=<id>` (where tool errors and MCP clients send people). */
+function connectFromHash(): string | null {
+  const { hash } = window.location;
+  if (!hash.startsWith(`${CONNECTIONS_HASH}?`)) return null;
+  return new URLSearchParams(hash.slice(CONNECTIONS_HASH.length + 1)).get('connect');
+}
+
+/** Back in a chat session from signing in at a tool's server (the connections page reads its own returns). */
+function chatSignInReturn(): (SignInReturn & { sessionId: string }) | null {
+  const sessionId = sessionFromHash();
+  const answer = viewFromHash() === 'chat' && sessionId ? readSignInReturn() : null;
+  return answer && sessionId ? { ...answer, sessionId } : null;
+}
 
 function sessionFromHash(): string | null {
   const match = /(?:^#|&)session=([^&]+)/.exec(window.location.hash);
@@ -55,6 +81,9 @@ export interface WorkspaceProps {
 export function Workspace({ client, api, config, user, onSignOut }: WorkspaceProps) {
   const sessions = useSessions(api);
   const { refresh: refreshSessions, forget: forgetSession, create: createSession } = sessions;
+  const [view, setView] = useState<View>(viewFromHash);
+  const [connectLink, setConnectLink] = useState<string | null>(connectFromHash);
+  const [signInReturn, setSignInReturn] = useState(chatSignInReturn);
   const [activeId, setActiveId] = useState<string | null>(sessionFromHash);
   const [queued, setQueued] = useState<{ sessionId: string; text: string } | null>(null);
   const [creating, setCreating] = useState(false);
@@ -79,17 +108,39 @@ export function Workspace({ client, api, config, user, onSignOut }: WorkspacePro
 
   const active = sessions.sessions.find((s) => s.session_id === activeId);
 
-  // Keep the selected session in the address, so a reload comes back to it.
+  const sessionHash = activeId ? `#session=${encodeURIComponent(activeId)}` : '';
+
+  // The links of the view switch change the address; Back and Forward do too.
   useEffect(() => {
-    const hash = activeId ? `#session=${encodeURIComponent(activeId)}` : '';
-    if (window.location.hash !== hash) {
-      window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}${hash}`);
+    const onHash = () => {
+      const next = viewFromHash();
+      setView(next);
+      setConnectLink(connectFromHash());
+      if (next === 'connections') return;
+      const session = sessionFromHash();
+      if (session) setActiveId(session);
+    };
+    window.addEventListener('hashchange', onHash);
+    return () => window.removeEventListener('hashchange', onHash);
+  }, []);
+
+  // Keep the view and the selected session in the address, so a reload comes back to them.
+  useEffect(() => {
+    if (view === 'connections') return;
+    if (window.location.hash !== sessionHash) {
+      window.history.replaceState(null, '', `${window.location.pathname}${window.location.search}${sessionHash}`);
     }
-  }, [activeId]);
+  }, [view, sessionHash]);
+
+  // The sign-in's answer leaves the address at once, so that a reload does not say it again.
+  useEffect(() => {
+    if (signInReturn) clearSignInReturn();
+  }, [signInReturn]);
 
   useEffect(() => {
-    document.title = active ? `${sessionName(active)} · Playground` : 'Playground · Agent Service';
-  }, [active]);
+    if (view === 'connections') document.title = 'Connections · Playground';
+    else document.title = active ? `${sessionName(active)} · Playground` : 'Playground · Agent Service';
+  }, [active, view]);
 
   useEffect(() => {
     try {
@@ -100,7 +151,8 @@ export function Workspace({ client, api, config, user, onSignOut }: WorkspacePro
   }, [traceOpen]);
 
   // An overlay drawer closes with Escape.
-  const overlayOpen = (sessionsOverlay && sessionsOpen) || (traceOverlay && traceOpen);
+  const chatView = view === 'chat';
+  const overlayOpen = chatView && ((sessionsOverlay && sessionsOpen) || (traceOverlay && traceOpen));
   useEffect(() => {
     if (!overlayOpen) return undefined;
     const onKey = (event: KeyboardEvent) => {
@@ -159,13 +211,14 @@ export function Workspace({ client, api, config, user, onSignOut }: WorkspacePro
   }, [refreshSessions]);
   const onAuthLost = useCallback(() => client.forget(), [client]);
   const onSessionMissing = useCallback((id: string) => forgetSession(id), [forgetSession]);
+  const takeSignInReturn = useCallback(() => setSignInReturn(null), []);
   const onDeleted = useCallback((id: string) => setActiveId((current) => (current === id ? null : current)), []);
 
   const chatInert = overlayOpen;
   return (
     <div className="app">
       <header className="topbar">
-        {sessionsOverlay ? (
+        {sessionsOverlay && chatView ? (
           <button
             ref={sessionsToggleRef}
             type="button"
@@ -186,26 +239,50 @@ export function Workspace({ client, api, config, user, onSignOut }: WorkspacePro
           <span className="brand__name">Playground</span>
           <span className="brand__version">v{config.version}</span>
         </h1>
+        <nav className="topbar__nav" aria-label="Views">
+          <a className="topbar__link" href={sessionHash || '#'} aria-current={chatView ? 'page' : undefined}>
+            <ChatIcon />
+            <span className="topbar__link-text">Chat</span>
+          </a>
+          <a className="topbar__link" href={CONNECTIONS_HASH} aria-current={chatView ? undefined : 'page'}>
+            <PlugIcon />
+            <span className="topbar__link-text">Connections</span>
+          </a>
+        </nav>
         <div className="topbar__spacer" />
-        <button
-          ref={traceToggleRef}
-          type="button"
-          className="button topbar__trace"
-          aria-expanded={traceOpen}
-          aria-controls={tracePanelId}
-          data-active={traceOpen}
-          onClick={() => {
-            setTraceOpen((open) => !open);
-            setSessionsOpen(false);
-          }}
-        >
-          <ActivityIcon />
-          Trace
-        </button>
+        {chatView ? (
+          <button
+            ref={traceToggleRef}
+            type="button"
+            className="button topbar__trace"
+            aria-expanded={traceOpen}
+            aria-controls={tracePanelId}
+            data-active={traceOpen}
+            onClick={() => {
+              setTraceOpen((open) => !open);
+              setSessionsOpen(false);
+            }}
+          >
+            <ActivityIcon />
+            Trace
+          </button>
+        ) : null}
         <SignedInUser user={user} onSignOut={onSignOut} />
       </header>
 
-      <div className="workspace" data-trace={traceOpen && !traceOverlay ? 'inline' : 'none'}>
+      {chatView ? null : (
+        <main className="page">
+          <ConnectionsPanel
+            client={client}
+            isAdmin={user.roles?.includes('admin') ?? false}
+            returnTo={`${window.location.origin}${window.location.pathname}${CONNECTIONS_HASH}`}
+            highlight={connectLink}
+          />
+        </main>
+      )}
+
+      {/* Hidden rather than gone on the connections page, so that an answer still streaming goes on. */}
+      <div className="workspace" data-trace={traceOpen && !traceOverlay ? 'inline' : 'none'} hidden={!chatView}>
         {showSessions ? (
           <aside
             ref={sessionsDrawerRef}
@@ -253,6 +330,8 @@ export function Workspace({ client, api, config, user, onSignOut }: WorkspacePro
             startingSession={creating}
             startError={startError}
             focusComposer={createdId !== null && createdId === activeId}
+            signInReturn={signInReturn && signInReturn.sessionId === activeId ? signInReturn : null}
+            onSignInReturnTaken={takeSignInReturn}
           />
         </main>
 

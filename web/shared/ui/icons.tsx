@@ -57,3 +57,24 @@ export const WrenchIcon = () => (
     <path d="M14.7 6.3a4 4 0 0 0-5.4 5.2L3 17.8 6.2 21l6.3-6.3a4 4 0 0 0 5.2-5.4l-2.5 2.5-2.6-.6-.6-2.6Z" />
   </Icon>
 );
+
+export const PencilIcon = () => (
+  <Icon>
+    <path d="M12 20h9" />
+    <path d="M16.5 3.5a2.1 2.1 0 0 1 3 3L7 19l-4 1 1-4Z" />
+  </Icon>
+);
+
+export const ActivityIcon = () => (
+  <Icon>
+    <path d="M3 12h4l3 8 4-16 3 8h4" />
+  </Icon>
+);
+
+export const PlugIcon = () => (
+  <Icon>
+    <path d="M9 2v6M15 2v6" />
+    <path d="M6 8h12v3a6 6 0 0 1-12 0Z" />
+    <path d="M12 17v5" />
+  </Icon>
+);

@@ -103,6 +103,15 @@ export const GlobeIcon = () => (
   </Icon>
 );
 
+/** The workflow list: nodes joined into a flow. */
+export const WorkflowsIcon = () => (
+  <Icon>
+    <rect x="3" y="4" width="7" height="6" rx="1.5" />
+    <rect x="14" y="14" width="7" height="6" rx="1.5" />
+    <path d="M10 7h3a2 2 0 0 1 2 2v5" />
+  </Icon>
+);
+
 /** One glyph per node type, used on the palette, the canvas and the run timeline. */
 
 export function NodeTypeIcon({ type }: { type: string }) {

@@ -2,13 +2,6 @@ import { Icon } from '../../../shared/ui/icons';
 
 /* The playground's own glyphs; the ones both web apps use live in shared/ui/icons.tsx. */
 
-export const PencilIcon = () => (
-  <Icon>
-    <path d="M12 20h9" />
-    <path d="M16.5 3.5a2.1 2.1 0 0 1 3 3L7 19l-4 1 1-4Z" />
-  </Icon>
-);
-
 export const SendIcon = () => (
   <Icon>
     <path d="M22 2 11 13" />
@@ -22,8 +15,21 @@ export const MenuIcon = () => (
   </Icon>
 );
 
-export const ActivityIcon = () => (
+export const ChatIcon = () => (
   <Icon>
-    <path d="M3 12h4l3 8 4-16 3 8h4" />
+    <path d="M21 12a8 8 0 0 1-11.6 7.1L4 20l1-4.6A8 8 0 1 1 21 12Z" />
+  </Icon>
+);
+
+export const ShieldIcon = () => (
+  <Icon>
+    <path d="M12 22s8-4 8-10V5l-8-3-8 3v7c0 6 8 10 8 10Z" />
+    <path d="M12 8v4M12 16h.01" />
+  </Icon>
+);
+
+export const CheckIcon = () => (
+  <Icon>
+    <path d="M20 6 9 17l-5-5" />
   </Icon>
 );

@@ -2,6 +2,7 @@ import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
 import { useCallback, useEffect, useId, useMemo, useReducer, useRef, useState } from 'react';
 import type { ApiClient } from '../../../../shared/api/api-client';
 import { describeError } from '../../../../shared/api/api-error';
+import { ConnectionsPanel } from '../../../../shared/connections/connections-panel';
 import { ConfirmDialog } from '../../../../shared/ui/confirm-dialog';
 import { PendingState } from '../../../../shared/ui/pending-state';
 import { useAsync } from '../../../../shared/ui/use-async';
@@ -26,6 +27,7 @@ import {
   SlidersIcon,
   UndoIcon,
 } from '../../ui/icons';
+import { Modal } from '../../ui/modal';
 import { Tabs, tabIds } from '../../ui/tabs';
 import { CodePanel } from '../code/code-panel';
 import { HistoryPanel } from '../history/history-panel';
@@ -57,6 +59,10 @@ export interface EditorProps {
   config: BuilderConfig;
   /** The workflow to open; null for a new one. */
   workflowId: string | null;
+  /** Administrators may share connections and run allow-listed commands. */
+  isAdmin: boolean;
+  /** The builder's connections page, where an upstream's sign-in comes back to. */
+  connectionsUrl: string;
   /** A new workflow's starting point (an import the service would not save as it was). */
   draft?: { definition: WorkflowDefinition; notice: string } | null;
   /** The first save of a new workflow gave it an id. */
@@ -151,6 +157,8 @@ function EditorScreen({
   onCreated,
   onLeave,
   initial,
+  isAdmin,
+  connectionsUrl,
 }: EditorProps & { initial: Workflow | null }) {
   const flow = useReactFlow();
   const [state, dispatch] = useReducer(editorReducer, undefined, () => {
@@ -173,6 +181,8 @@ function EditorScreen({
   >(draft ? { kind: 'note', message: draft.notice } : null);
   const [announcement, setAnnouncement] = useState('');
   const [leaving, setLeaving] = useState(false);
+  /** The connections, over the editor so that its work stays; the tools load again when it closes. */
+  const [managingConnections, setManagingConnections] = useState(false);
   const [publishing, setPublishing] = useState(false);
   const wrapperRef = useRef<HTMLDivElement>(null);
   const nameRef = useRef<HTMLInputElement>(null);
@@ -601,6 +611,7 @@ function EditorScreen({
                 nodeIssues={nodeIssues}
                 edgeIssues={edgeIssues}
                 onSelect={selectElement}
+                onManageConnections={() => setManagingConnections(true)}
               />
             ) : tab === 'history' ? (
               <HistoryPanel
@@ -630,6 +641,19 @@ function EditorScreen({
       <p className="visually-hidden" role="status" aria-live="polite">
         {announcement}
       </p>
+
+      {managingConnections ? (
+        <Modal
+          title="Connections"
+          wide
+          onClose={() => {
+            setManagingConnections(false);
+            tools.reload();
+          }}
+        >
+          <ConnectionsPanel client={client} isAdmin={isAdmin} returnTo={connectionsUrl} embedded />
+        </Modal>
+      ) : null}
 
       <ConfirmDialog
         open={leaving}

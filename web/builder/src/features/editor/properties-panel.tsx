@@ -28,6 +28,8 @@ export interface PropertiesPanelProps {
   edgeIssues: ReadonlyMap<string, Issue[]>;
   /** Selects one node or edge (or nothing), e.g. from a node's list of branches. */
   onSelect: (id: string | null) => void;
+  /** Opens the connections, which add the tools of upstream MCP servers. */
+  onManageConnections: () => void;
 }
 
 type Edit = (update: (doc: Doc) => Doc, coalesce?: string) => void;
@@ -203,6 +205,7 @@ function NodeProperties({
   defaultModel,
   nodeIssues,
   onSelect,
+  onManageConnections,
 }: PropertiesPanelProps & { node: FlowNode; edit: Edit }) {
   const kind = kindOf(node.type);
   const issues = nodeIssues.get(node.id) ?? [];
@@ -280,11 +283,15 @@ function NodeProperties({
             issues={issues}
             onChange={(chosen) => set({ tools: chosen }, 'tools-toggle')}
           />
+          <ManageConnections onOpen={onManageConnections} />
         </>
       ) : null}
 
       {node.type === 'tool' ? (
-        <ToolNodeFields node={node} tools={tools} toolsError={toolsError} issues={issues} set={set} />
+        <>
+          <ToolNodeFields node={node} tools={tools} toolsError={toolsError} issues={issues} set={set} />
+          <ManageConnections onOpen={onManageConnections} />
+        </>
       ) : null}
 
       {node.type === 'human' ? (
@@ -321,6 +328,18 @@ function NodeProperties({
         </button>
       </div>
     </div>
+  );
+}
+
+/** Where the tools of other MCP servers come from, under the tool choice. */
+function ManageConnections({ onOpen }: { onOpen: () => void }) {
+  return (
+    <p className="field-hint props__connections">
+      More tools come from connections to other MCP servers.{' '}
+      <button type="button" className="link-button" aria-haspopup="dialog" onClick={onOpen}>
+        Manage connections
+      </button>
+    </p>
   );
 }
 

@@ -6,6 +6,15 @@ export interface TextPart {
   text: string;
 }
 
+/**
+ * What a call needs of the person before it can succeed, as the stream said right after its result: their approval
+ * of this very call (approved, the same call runs once when the agent makes it again), or their account at the
+ * tool's server. Only streamed answers have it; stored ones do not keep it.
+ */
+export type ToolNeeds =
+  | { kind: 'approval'; approvalId: string; tool: string; args: unknown }
+  | { kind: 'connect'; connectionId: string; connectUrl?: string; tool: string };
+
 export interface ToolPart {
   kind: 'tool';
   id: string;
@@ -14,6 +23,7 @@ export interface ToolPart {
   result?: unknown;
   isError: boolean;
   done: boolean;
+  needs?: ToolNeeds;
 }
 
 /** An assistant answer is the text and tool calls in the order they happened. */
@@ -114,6 +124,16 @@ export function applyEvents(parts: Part[], events: ChatEvent[]): Part[] {
           done: true,
         });
       }
+    } else if (event.type === 'approval_required' || event.type === 'connect_required') {
+      const needs: ToolNeeds =
+        event.type === 'approval_required'
+          ? { kind: 'approval', approvalId: event.approval_id, tool: event.tool, args: event.arguments }
+          : { kind: 'connect', connectionId: event.connection_id, connectUrl: event.connect_url, tool: event.tool };
+      // It follows its call's result: the call of that id, else the latest one of that tool.
+      let index = event.id === undefined ? -1 : next.findIndex((p) => p.kind === 'tool' && p.id === event.id);
+      if (index === -1) index = next.findLastIndex((p) => p.kind === 'tool' && p.name === event.tool);
+      const call = next[index];
+      if (call?.kind === 'tool') next[index] = { ...call, needs };
     }
   }
   return next;

@@ -1,11 +1,14 @@
-import { useCallback, useEffect, useLayoutEffect, useRef, useState } from 'react';
+import { useCallback, useEffect, useLayoutEffect, useMemo, useRef, useState } from 'react';
 import type { ApiClient } from '../../../../shared/api/api-client';
+import { createConnectionsApi } from '../../../../shared/connections/connections-api';
+import { humanizeCode, type SignInReturn } from '../../../../shared/connections/sign-in-return';
 import { formatNumber } from '../../../../shared/ui/format';
 import type { PlaygroundApi, PlaygroundConfig, Session, Usage } from '../../api/playground-api';
-import type { ChatMessage } from './chat-model';
+import { messageText, type ChatMessage, type ToolPart } from './chat-model';
 import type { SocketStatus } from './chat-socket';
 import { Composer } from './composer';
 import { MessageView } from './message-view';
+import { needsKeyOf, ToolNeedsContext, type ToolNeedsActions } from './tool-needs';
 import { useChat, type Turn } from './use-chat';
 
 export interface ChatViewProps {
@@ -28,6 +31,14 @@ export interface ChatViewProps {
   startError: string | null;
   /** Put the cursor in the message box when this session's chat opens. */
   focusComposer: boolean;
+  /** The browser came back to this session from signing in at a tool's server: how it went. */
+  signInReturn: SignInReturn | null;
+  onSignInReturnTaken: () => void;
+}
+
+/** The address that brings the browser back to this session's chat (after signing in at a tool's server). */
+function sessionAddress(sessionId: string): string {
+  return `${window.location.origin}${window.location.pathname}#session=${encodeURIComponent(sessionId)}`;
 }
 
 /** The conversation pane: history, the streamed answer, the status line and the message box. */
@@ -72,17 +83,92 @@ function SessionChat({
   onAuthLost,
   onSessionMissing,
   focusComposer,
+  signInReturn,
+  onSignInReturnTaken,
 }: ChatViewProps & { sessionId: string }) {
   const [turnsEnded, setTurnsEnded] = useState(0);
+  /** A message to send again once the answer running now has ended (approved while it still ran). */
+  const resendAfterTurn = useRef<string | null>(null);
+  const sendRef = useRef<(text: string) => boolean>(() => false);
   const handleTurnEnd = useCallback(
     (usage: Usage | undefined) => {
       setTurnsEnded((n) => n + 1);
       onTurnEnd(usage);
+      const again = resendAfterTurn.current;
+      resendAfterTurn.current = null;
+      if (again !== null) sendRef.current(again);
     },
     [onTurnEnd],
   );
   const chat = useChat({ client, api, sessionId, onTurnEnd: handleTurnEnd, onAuthLost });
   const { send, missing } = chat;
+  const connections = useMemo(() => createConnectionsApi(client), [client]);
+
+  // Sending the person's message again (after an approval, or a connected account), at once or after the answer
+  // that is running.
+  const messagesRef = useRef(chat.messages);
+  useEffect(() => {
+    messagesRef.current = chat.messages;
+    sendRef.current = send;
+  });
+  const resend = useCallback((assistantKey: string) => {
+    const messages = messagesRef.current;
+    const at = messages.findIndex((m) => m.key === assistantKey);
+    const asked = messages.slice(0, at === -1 ? messages.length : at).findLast((m) => m.role === 'user');
+    if (!asked) return;
+    const text = messageText(asked);
+    if (!sendRef.current(text)) resendAfterTurn.current = text;
+  }, []);
+
+  /** The cards whose request is settled, so that the status line no longer points at them. */
+  const [settled, setSettled] = useState<ReadonlySet<string>>(() => new Set());
+  const settle = useCallback((key: string) => setSettled((s) => (s.has(key) ? s : new Set(s).add(key))), []);
+  const needsActions = useMemo<ToolNeedsActions>(
+    () => ({ connections, resend, returnTo: sessionAddress(sessionId), settle }),
+    [connections, resend, sessionId, settle],
+  );
+
+  // Back from signing in at a tool's server: say how it went (once the server's name is known, so that it is
+  // announced), and offer to send the last message again.
+  const [returned] = useState(signInReturn);
+  const [notice, setNotice] = useState<{ connected: boolean; text: string } | null>(null);
+  useEffect(() => {
+    if (signInReturn !== null) onSignInReturnTaken();
+  }, [signInReturn, onSignInReturnTaken]);
+  useEffect(() => {
+    if (returned === null) return undefined;
+    const controller = new AbortController();
+    const say = (name: string) => {
+      if (controller.signal.aborted) return;
+      setNotice(
+        returned.connected
+          ? {
+              connected: true,
+              text: `Your account at ${name} is connected. Send your last message again to let the agent use it.`,
+            }
+          : {
+              connected: false,
+              text: `Your account at ${name} was not connected${returned.error ? `: ${humanizeCode(returned.error)}` : ''}.`,
+            },
+      );
+    };
+    connections.get(returned.id, controller.signal).then(
+      (connection) => say(connection.name),
+      () => say('the server'),
+    );
+    return () => controller.abort();
+  }, [returned, connections]);
+  const lastAsked = chat.messages.findLast((m) => m.role === 'user');
+  const canResend = lastAsked !== undefined && chat.turn === null;
+  // Coming back, the person means to go on: the focus waits on Send again, once there is something to send.
+  const resendButtonRef = useRef<HTMLButtonElement>(null);
+  const resendFocused = useRef(false);
+  useEffect(() => {
+    if (notice?.connected && canResend && !resendFocused.current) {
+      resendFocused.current = true;
+      resendButtonRef.current?.focus();
+    }
+  }, [notice, canResend]);
 
   useEffect(() => {
     if (queuedMessage !== null) {
@@ -100,7 +186,7 @@ function SessionChat({
   useLayoutEffect(() => {
     const el = scrollRef.current;
     if (el && stickRef.current) el.scrollTop = el.scrollHeight;
-  }, [chat.messages]);
+  }, [chat.messages, notice]);
 
   const title = session?.name || chat.detail?.name || 'Untitled session';
   const model = typeof chat.detail?.metadata?.model === 'string' ? chat.detail.metadata.model : config.model;
@@ -143,16 +229,50 @@ function SessionChat({
         ) : null}
         {!chat.loading && !chat.loadError && chat.messages.length === 0 ? <EmptyConversation config={config} /> : null}
         {chat.messages.length > 0 ? (
-          <div className="messages">
-            {chat.messages.map((message) => (
-              <MessageView key={message.key} message={message} />
-            ))}
-          </div>
+          <ToolNeedsContext.Provider value={needsActions}>
+            <div className="messages">
+              {chat.messages.map((message) => (
+                <MessageView key={message.key} message={message} />
+              ))}
+            </div>
+          </ToolNeedsContext.Provider>
         ) : null}
       </div>
       <div className="chat__footer">
+        <div className="chat__notice-region" aria-live="polite">
+          {notice ? (
+            <div className={`chat-notice chat-notice--${notice.connected ? 'success' : 'error'}`}>
+              <p className="chat-notice__text">{notice.text}</p>
+              <div className="chat-notice__actions">
+                {notice.connected ? (
+                  <button
+                    ref={resendButtonRef}
+                    type="button"
+                    className="button button--primary button--small"
+                    disabled={!canResend}
+                    onClick={() => {
+                      if (!lastAsked) return;
+                      setNotice(null);
+                      send(messageText(lastAsked));
+                    }}
+                  >
+                    Send last message again
+                  </button>
+                ) : null}
+                <button
+                  type="button"
+                  className="button button--ghost button--small"
+                  aria-label="Dismiss message"
+                  onClick={() => setNotice(null)}
+                >
+                  Dismiss
+                </button>
+              </div>
+            </div>
+          ) : null}
+        </div>
         <StatusLine
-          text={statusText(chat.turn, chat.messages, turnsEnded > 0)}
+          text={statusText(chat.turn, chat.messages, turnsEnded > 0, settled)}
           busy={chat.turn !== null}
           via={chat.turn?.via}
         />
@@ -169,7 +289,12 @@ function SessionChat({
   );
 }
 
-function statusText(turn: Turn | null, messages: ChatMessage[], afterTurn: boolean): string {
+function statusText(
+  turn: Turn | null,
+  messages: ChatMessage[],
+  afterTurn: boolean,
+  settled: ReadonlySet<string>,
+): string {
   const last = messages[messages.length - 1];
   if (turn) {
     if (turn.stopping) return 'Stopping…';
@@ -181,6 +306,15 @@ function statusText(turn: Turn | null, messages: ChatMessage[], afterTurn: boole
   if (!afterTurn || last?.role !== 'assistant') return '';
   if (last.status === 'stopped') return 'Stopped.';
   if (last.status === 'failed') return 'The answer failed.';
+  const asking = last.parts.filter((p): p is ToolPart => p.kind === 'tool' && p.needs !== undefined);
+  if (asking.length > 0) {
+    // Once the person settled what the answer asked, the card under the call says how; nothing more to say here.
+    const open = asking.find((p) => !settled.has(needsKeyOf(last.key, p.id)));
+    if (!open?.needs) return '';
+    return open.needs.kind === 'approval'
+      ? `Answer complete. ${open.needs.tool} waits for your approval.`
+      : `Answer complete. ${open.needs.tool} needs your account at its server.`;
+  }
   const tokens = last.usage?.total_tokens;
   return tokens !== undefined ? `Answer complete, ${formatNumber(tokens)} tokens.` : 'Answer complete.';
 }

@@ -1,8 +1,9 @@
-import { memo } from 'react';
+import { Fragment, memo } from 'react';
 import { formatDateTime, formatDuration, formatMoment, formatNumber } from '../../../../shared/ui/format';
 import type { ChatMessage } from './chat-model';
 import { Markdown } from './markdown';
 import { ToolCallView } from './tool-call';
+import { ToolNeedsCard } from './tool-needs';
 
 function Meta({ message }: { message: ChatMessage }) {
   const items: string[] = [];
@@ -50,7 +51,10 @@ export const MessageView = memo(function MessageView({ message }: { message: Cha
           part.kind === 'text' ? (
             <Markdown key={index} text={part.text} />
           ) : (
-            <ToolCallView key={part.id} call={part} interrupted={!streaming} />
+            <Fragment key={part.id}>
+              <ToolCallView call={part} interrupted={!streaming} />
+              {part.needs ? <ToolNeedsCard needs={part.needs} messageKey={message.key} callId={part.id} /> : null}
+            </Fragment>
           ),
         )}
         {streaming && empty ? (

@@ -12,8 +12,23 @@ function resultText(result: unknown): string {
 
 /** One tool call inside an answer: name and state at a glance, arguments and result when opened. */
 export function ToolCallView({ call, interrupted }: { call: ToolPart; interrupted: boolean }) {
-  const state = call.done ? (call.isError ? 'error' : 'done') : interrupted ? 'interrupted' : 'running';
-  const label = { done: 'done', error: 'failed', running: 'running', interrupted: 'no result' }[state];
+  // A call that waits for the person did not fail as such: the card under it says what it needs.
+  const state = call.needs
+    ? 'waiting'
+    : call.done
+      ? call.isError
+        ? 'error'
+        : 'done'
+      : interrupted
+        ? 'interrupted'
+        : 'running';
+  const label = {
+    done: 'done',
+    error: 'failed',
+    running: 'running',
+    interrupted: 'no result',
+    waiting: call.needs?.kind === 'connect' ? 'needs sign-in' : 'needs approval',
+  }[state];
   const args = prettyJson(call.args);
 
   return (

@@ -3,7 +3,7 @@ import type { ApiClient } from '../../../../shared/api/api-client';
 import { ApiError, describeError } from '../../../../shared/api/api-error';
 import type { PlaygroundApi, SessionDetail, Usage } from '../../api/playground-api';
 import type { ChatEvent } from './chat-events';
-import { applyEvents, fromStoredMessage, type ChatMessage, type MessageStatus } from './chat-model';
+import { applyEvents, fromStoredMessage, messageText, type ChatMessage, type MessageStatus } from './chat-model';
 import { ChatSocket, type SocketStatus } from './chat-socket';
 import { streamChatOverHttp } from './http-stream';
 
@@ -32,7 +32,8 @@ export interface Chat {
   missing: boolean;
   turn: Turn | null;
   connection: SocketStatus;
-  send: (text: string) => void;
+  /** Starts a turn; false (and nothing sent) while one is running. */
+  send: (text: string) => boolean;
   stop: () => void;
   reload: () => void;
 }
@@ -174,7 +175,7 @@ export function useChat({ client, api, sessionId, onTurnEnd, onAuthLost }: UseCh
         if (controller.signal.aborted) return;
         setDetail(session);
         const stored = (session.messages ?? []).map(fromStoredMessage);
-        setMessages((current) => [...stored, ...current.filter((m) => m.pending)]);
+        setMessages((current) => [...stored, ...unsaved(current, stored)]);
         setLoaded({ generation, error: null });
       },
       (error: unknown) => {
@@ -244,8 +245,8 @@ export function useChat({ client, api, sessionId, onTurnEnd, onAuthLost }: UseCh
   }, []);
 
   const send = useCallback(
-    (text: string) => {
-      if (activeRef.current) return;
+    (text: string): boolean => {
+      if (activeRef.current) return false;
       const now = new Date().toISOString();
       const active: ActiveTurn = {
         key: localKey('assistant'),
@@ -290,6 +291,7 @@ export function useChat({ client, api, sessionId, onTurnEnd, onAuthLost }: UseCh
         }
       };
       void start();
+      return true;
     },
     [client, sessionId, handleEvent, finish, waitForSocket],
   );
@@ -324,4 +326,23 @@ export function useChat({ client, api, sessionId, onTurnEnd, onAuthLost }: UseCh
     stop,
     reload,
   };
+}
+
+/**
+ * The messages of the turn in flight that the history just read does not hold yet. A history read that started
+ * before the turn may answer after the service stored its message (a message sent again right after an answer
+ * ends, say): that message is shown once, as stored.
+ */
+function unsaved(current: ChatMessage[], stored: ChatMessage[]): ChatMessage[] {
+  const lastAsked = stored.findLast((m) => m.role === 'user');
+  return current.filter(
+    (m) =>
+      m.pending &&
+      !(
+        m.role === 'user' &&
+        lastAsked !== undefined &&
+        messageText(lastAsked) === messageText(m) &&
+        Date.parse(lastAsked.timestamp) >= Date.parse(m.timestamp) - 5_000
+      ),
+  );
 }

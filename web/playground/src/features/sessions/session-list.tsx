@@ -2,9 +2,8 @@ import { useEffect, useRef, useState, type KeyboardEvent } from 'react';
 import { describeError } from '../../../../shared/api/api-error';
 import { ConfirmDialog } from '../../../../shared/ui/confirm-dialog';
 import { formatDateTime, formatRelative } from '../../../../shared/ui/format';
-import { PlusIcon, TrashIcon } from '../../../../shared/ui/icons';
+import { PencilIcon, PlusIcon, TrashIcon } from '../../../../shared/ui/icons';
 import type { Session } from '../../api/playground-api';
-import { PencilIcon } from '../../ui/icons';
 import type { Sessions } from './use-sessions';
 
 export interface SessionListProps {
