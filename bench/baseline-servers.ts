@@ -10,12 +10,20 @@ export interface Baseline {
 
 const ENV = () => ({ PATH: process.env.PATH, HOME: process.env.HOME });
 
-/** Starts one of bench/baselines/*.ts (transpiled) in its own child and waits for the port it announces. */
+/**
+ * Starts one of bench/baselines/*.ts (transpiled) in its own child and waits for the port it announces; `env` adds
+ * to the little it inherits (the upstream's bearer token, say).
+ */
 export async function startBaseline(
-  name: 'raw-http' | 'express-hello' | 'bare-mcp' | 'bare-mcp-modern',
+  name: 'raw-http' | 'express-hello' | 'bare-mcp' | 'bare-mcp-modern' | 'upstream-mcp',
   logDir: string,
+  env: Record<string, string> = {},
 ) {
-  const child = spawnNode(name, { args: [baselineScript(name)], env: ENV(), logFile: join(logDir, `${name}.log`) });
+  const child = spawnNode(name, {
+    args: [baselineScript(name)],
+    env: { ...ENV(), ...env },
+    logFile: join(logDir, `${name}.log`),
+  });
   const { port } = await child.message<{ port: number }>('listening');
   return { child, url: `http://127.0.0.1:${port}` } satisfies Baseline;
 }

@@ -26,7 +26,10 @@ export function compileBaselines(): string {
   return OUTPUT;
 }
 
-/** The path of a transpiled baseline, by name (`raw-http`, `express-hello`, `bare-mcp`, `argon2`, `probe`). */
+/**
+ * The path of a transpiled baseline, by name (`raw-http`, `express-hello`, `bare-mcp`, `upstream-mcp`, `argon2`,
+ * `probe`).
+ */
 export function baselineScript(name: string): string {
   return join(OUTPUT, `${name}.js`);
 }

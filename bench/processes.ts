@@ -55,6 +55,8 @@ export interface Child {
   memory(): Promise<MemoryUsage>;
   /** Resident set size now, from /proc/<pid>/status (VmRSS), in MB. */
   rssMb(): number;
+  /** CPU time used so far, user and system, from /proc/<pid>/stat, in seconds (to the kernel's clock tick). */
+  cpuSeconds(): number;
   /** The first IPC message of the given type that the child sends. */
   message<T>(type: string, timeoutMs?: number): Promise<T>;
   /** Sends an IPC message. */
@@ -63,6 +65,19 @@ export interface Child {
   stop(): Promise<void>;
   /** The last lines of its log, for error messages. */
   logTail(lines?: number): string;
+}
+
+let ticks: number | undefined;
+/** The kernel's clock ticks per second (the unit of /proc/<pid>/stat times): `getconf CLK_TCK`, else 100. */
+function clockTicks(): number {
+  if (ticks === undefined) {
+    try {
+      ticks = Number(execFileSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).trim()) || 100;
+    } catch {
+      ticks = 100;
+    }
+  }
+  return ticks;
 }
 
 const running = new Set<Child>();
@@ -129,6 +144,11 @@ export function spawnNode(name: string, { args, env, logFile, cwd }: SpawnOption
       const kb = /^VmRSS:\s+(\d+)\s+kB/m.exec(status)?.[1];
       if (kb === undefined) throw new Error(`no VmRSS for ${name} (pid ${pid})`);
       return Number(kb) / 1024;
+    },
+    cpuSeconds() {
+      // The fields after the command name (which may hold spaces), from the state on: utime and stime are 12 and 13.
+      const fields = readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ').at(-1)!.split(' ');
+      return (Number(fields[11]) + Number(fields[12])) / clockTicks();
     },
     message,
     send(msg) {

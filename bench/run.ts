@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { type Baseline, startBaseline } from './baseline-servers.js';
 import { apiKeyScaleRow } from './cases/api-keys.js';
 import { chatFirstTokenRow } from './cases/chat.js';
+import { SECTION_CONNECTED, connectedToolRows } from './cases/connected.js';
 import { loginBurstRow, loginThroughputRow } from './cases/logins.js';
 import { heapGrowthRow, rssRow, sessionHeapRow } from './cases/memory.js';
 import { scimRows } from './cases/scim.js';
@@ -20,19 +21,46 @@ import { seedLoginUser } from './seed.js';
 import { LOGIN_USER, ROOT, freshDatabase, startService } from './service.js';
 
 /**
- * `npm run bench [-- --quick] [-- --no-build]`: builds the service, starts it and three baselines (raw node:http,
- * express hello, the bare SDK's stateful streamable HTTP server) as child processes pinned to core 0, loads them
- * from this process (pinned to core 1) with autocannon in interleaved rounds, and prints one table per case plus
- * bench/results.json. Targets that are missed do not fail the run (the summary line says how many were met);
- * only a broken harness exits non-zero.
+ * `npm run bench [-- --quick] [-- --no-build] [-- --only=<case>,…]`: builds the service, starts it and three
+ * baselines (raw node:http, express hello, the bare SDK's stateful streamable HTTP server) as child processes
+ * pinned to core 0, loads them from this process (pinned to core 1) with autocannon in interleaved rounds, and
+ * prints one table per case plus bench/results.json. Targets that are missed do not fail the run (the summary line
+ * says how many were met); only a broken harness exits non-zero. `--only` runs just the cases named (every one
+ * by default); `startup` needs the large database the `scim` case builds, so it runs that case too, unreported.
  */
 
-const args = new Set(process.argv.slice(2));
-for (const arg of args)
-  if (!['--quick', '--no-build'].includes(arg)) {
-    process.stderr.write(`unknown argument ${arg}; usage: npm run bench [-- --quick] [-- --no-build]\n`);
+const CASES = [
+  'memory',
+  'throughput',
+  'logins',
+  'streams',
+  'connected',
+  'api-keys',
+  'scim',
+  'chat',
+  'startup',
+] as const;
+type CaseName = (typeof CASES)[number];
+const USAGE = `usage: npm run bench [-- --quick] [-- --no-build] [-- --only=${CASES.join(',')}]`;
+
+const args = new Set<string>();
+let only: Set<CaseName> | undefined;
+for (const arg of process.argv.slice(2)) {
+  if (arg.startsWith('--only=')) {
+    const names = arg.slice('--only='.length).split(',').filter(Boolean);
+    const unknown = names.filter((name) => !(CASES as readonly string[]).includes(name));
+    if (names.length === 0 || unknown.length > 0) {
+      process.stderr.write(`unknown case ${unknown.join(', ') || '(none)'}; ${USAGE}\n`);
+      process.exit(64);
+    }
+    only = new Set([...(only ?? []), ...(names as CaseName[])]);
+  } else if (['--quick', '--no-build'].includes(arg)) args.add(arg);
+  else {
+    process.stderr.write(`unknown argument ${arg}; ${USAGE}\n`);
     process.exit(64);
   }
+}
+const want = (name: CaseName): boolean => !only || only.has(name);
 const settings = args.has('--quick') ? QUICK : NORMAL;
 const out = (text: string) => void process.stdout.write(text);
 const log = (line: string) => void process.stderr.write(`[bench ${new Date().toISOString().slice(11, 19)}] ${line}\n`);
@@ -76,7 +104,7 @@ async function main(): Promise<void> {
       `${cores} cores, ${
         pinning.enabled ? 'servers pinned to core 0, load generator to core 1' : `no pinning (${pinning.reason})`
       }\n${settings.rounds} interleaved rounds of ${settings.seconds} s per target (median), keep-alive, loopback; ` +
-      `logs and databases in ${tmp}\n`,
+      `logs and databases in ${tmp}\n${only ? `cases: ${[...only].join(', ')}\n` : ''}`,
   );
   const [raw, express, bareMcp, bareMcpModern]: Baseline[] = await Promise.all([
     startBaseline('raw-http', tmp),
@@ -95,50 +123,65 @@ async function main(): Promise<void> {
     log,
   };
 
-  const database = await freshDatabase(tmp, 'main');
-  await seedLoginUser(database, LOGIN_USER.username, LOGIN_USER.password);
-  const service = await startService({ name: 'service', database, logDir: tmp });
-  log(`service ready in ${service.startupMs.toFixed(0)} ms at ${service.main}`);
-  const token = await adminToken(service.main);
-  const apiKey = await createApiKey(service.main, token);
-  const mcp = { child: service.child, main: service.main, mcp: `${service.main}/mcp`, headers: bearer(token) };
-  const bare = { child: ctx.bareMcp.child, mcp: `${ctx.bareMcp.url}/mcp` };
-  const MEMORY = 'Memory (after a full GC in the child; RSS from /proc/<pid>/status)';
+  if (want('memory') || want('throughput') || want('logins') || want('streams')) {
+    const database = await freshDatabase(tmp, 'main');
+    await seedLoginUser(database, LOGIN_USER.username, LOGIN_USER.password);
+    const service = await startService({ name: 'service', database, logDir: tmp });
+    log(`service ready in ${service.startupMs.toFixed(0)} ms at ${service.main}`);
+    const token = await adminToken(service.main);
+    const apiKey = await createApiKey(service.main, token);
+    const mcp = { child: service.child, main: service.main, mcp: `${service.main}/mcp`, headers: bearer(token) };
+    const bare = { child: ctx.bareMcp.child, mcp: `${ctx.bareMcp.url}/mcp` };
+    const MEMORY = 'Memory (after a full GC in the child; RSS from /proc/<pid>/status)';
 
-  await attempt(MEMORY, 'RSS idle', () => rssRow('idle', service.child, ctx.bareMcp.child, 120));
-  let meRps: number | undefined;
-  await attempt('Throughput', 'throughput cases', async () => {
-    const { rows: found, stats } = await throughputCases(ctx, service, { token, apiKey });
-    meRps = stats.get('GET /auth/me')?.rps;
-    return found;
-  });
-  await attempt(MEMORY, 'RSS after load', () => rssRow('after load', service.child, ctx.bareMcp.child, null));
-  await attempt(MEMORY, 'heap growth', () =>
-    heapGrowthRow(ctx, mcp, { name: 'conversation_search', arguments: { query: 'benchmark', limit: 1 } }),
-  );
-  await attempt(MEMORY, 'heap per session', () => sessionHeapRow(ctx, mcp, bare));
-  await attempt('Logins (POST /auth/login, argon2id)', 'logins/s', () => loginThroughputRow(ctx, service));
-  await attempt('Logins (POST /auth/login, argon2id)', 'login burst', () =>
-    loginBurstRow(ctx, service, token, meRps ?? 1_000),
-  );
-  await attempt('Concurrent SSE streams (GET /sse, Bearer)', 'SSE streams', () => sseStreamsRow(ctx, service, token));
-  await service.stop();
+    if (want('memory')) await attempt(MEMORY, 'RSS idle', () => rssRow('idle', service.child, ctx.bareMcp.child, 120));
+    let meRps: number | undefined;
+    if (want('throughput'))
+      await attempt('Throughput', 'throughput cases', async () => {
+        const { rows: found, stats } = await throughputCases(ctx, service, { token, apiKey });
+        meRps = stats.get('GET /auth/me')?.rps;
+        return found;
+      });
+    if (want('memory')) {
+      await attempt(MEMORY, 'RSS after load', () => rssRow('after load', service.child, ctx.bareMcp.child, null));
+      await attempt(MEMORY, 'heap growth', () =>
+        heapGrowthRow(ctx, mcp, { name: 'conversation_search', arguments: { query: 'benchmark', limit: 1 } }),
+      );
+      await attempt(MEMORY, 'heap per session', () => sessionHeapRow(ctx, mcp, bare));
+    }
+    if (want('logins')) {
+      await attempt('Logins (POST /auth/login, argon2id)', 'logins/s', () => loginThroughputRow(ctx, service));
+      await attempt('Logins (POST /auth/login, argon2id)', 'login burst', () =>
+        loginBurstRow(ctx, service, token, meRps ?? 1_000),
+      );
+    }
+    if (want('streams'))
+      await attempt('Concurrent SSE streams (GET /sse, Bearer)', 'SSE streams', () =>
+        sseStreamsRow(ctx, service, token),
+      );
+    await service.stop();
+  }
 
-  await attempt('API-key authentication, 10,000 stored keys vs 10', 'API keys', () => apiKeyScaleRow(ctx));
+  if (want('connected')) await attempt(SECTION_CONNECTED, 'connected tool call', () => connectedToolRows(ctx));
+  if (want('api-keys'))
+    await attempt('API-key authentication, 10,000 stored keys vs 10', 'API keys', () => apiKeyScaleRow(ctx));
   let largeDatabase: string | undefined;
-  await attempt('SCIM GET /scim/v2/Users', 'SCIM', async () => {
-    const result = await scimRows(ctx);
-    largeDatabase = result.largeDatabase;
-    return result.rows;
-  });
-  await attempt('Streamed chat, time to first token (playground POST /api/playground/chat)', 'first token', () =>
-    chatFirstTokenRow(ctx),
-  );
-  await attempt('Start-up to /health/ready', 'start-up', () =>
-    largeDatabase
-      ? startupRow(ctx, largeDatabase, settings.scimUsers)
-      : Promise.resolve(notRunRow('Start-up to /health/ready', 'start-up', 'no large database (SCIM case failed)')),
-  );
+  if (want('scim') || want('startup'))
+    await attempt('SCIM GET /scim/v2/Users', 'SCIM', async () => {
+      const result = await scimRows(ctx);
+      largeDatabase = result.largeDatabase;
+      return want('scim') ? result.rows : [];
+    });
+  if (want('chat'))
+    await attempt('Streamed chat, time to first token (playground POST /api/playground/chat)', 'first token', () =>
+      chatFirstTokenRow(ctx),
+    );
+  if (want('startup'))
+    await attempt('Start-up to /health/ready', 'start-up', () =>
+      largeDatabase
+        ? startupRow(ctx, largeDatabase, settings.scimUsers)
+        : Promise.resolve(notRunRow('Start-up to /health/ready', 'start-up', 'no large database (SCIM case failed)')),
+    );
   await stopAll();
 
   const results = join(ROOT, 'bench/results.json');
