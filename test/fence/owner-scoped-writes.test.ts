@@ -38,11 +38,12 @@ const OWNED: Record<string, RegExp> = {
   workflow_runs: /'workflow_id'/,
   // A connection is its owner's ('' for a shared one, which administrators manage).
   mcp_connections: /'owner_id'/,
-  mcp_connection_accounts: /'user_id'/,
+  // Or through the connection its owner administers (`ownedConnection`).
+  mcp_connection_accounts: /'user_id'|ownedConnection\(/,
   // A connection's pinned tools are reached only through the connection the caller was admitted to.
   mcp_connection_tools: /'connection_id'/,
   // A sign-in in progress is found by its state, which only its user's browser holds.
-  mcp_connection_sign_ins: /'state'|'user_id'/,
+  mcp_connection_sign_ins: /'state'|'user_id'|ownedConnection\(/,
 };
 
 /** Tables no caller owns: the installation's, administered by administrators, SCIM or the service itself. */
@@ -61,10 +62,6 @@ const ADMINISTERED = [
 
 /** Writes on owned tables that name no owner, by design: `file:function` → why. */
 const UNSCOPED_BY_DESIGN: Record<string, string> = {
-  'src/modules/connections/connections.store.ts:forgetAccountsAt':
-    'the accounts at a connection whose owner gave it another address (found by its owner first): they were for the old server',
-  'src/modules/connections/connections.store.ts:deleteConnection':
-    'the pinned tools of a connection whose owner deletes it (found by its owner first)',
   'src/modules/api-keys/api-keys.store.ts:recordKeyUse': 'the time of use of the key whose secret was just presented',
   'src/modules/conversations/conversations.service.ts:append':
     'conversations are reached by relationship tuples (a principal may act for the owner); callers pass one `access` admitted as owner',

@@ -1,4 +1,5 @@
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
+import { parse as parseCookies } from 'cookie';
 import type { Request } from 'express';
 import { z } from 'zod';
 import { BadRequestError, CommonErrorCode } from '../../errors.js';
@@ -364,12 +365,7 @@ function sameOrigin(req: Request, returnTo: string | undefined): string | undefi
 }
 
 function cookieOf(req: Request, name: string): string | undefined {
-  const header = req.get('cookie') ?? '';
-  for (const part of header.split(';')) {
-    const [key, ...value] = part.trim().split('=');
-    if (key === name) return decodeURIComponent(value.join('='));
-  }
-  return undefined;
+  return parseCookies(req.get('cookie') ?? '')[name];
 }
 
 const hashOf = (value: string): string => createHash('sha256').update(value).digest('base64url');

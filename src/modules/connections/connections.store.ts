@@ -73,10 +73,17 @@ export async function updateConnection(
 
 /** Deletes the connection of `ownerKey` with what hangs off it; false when there is none of theirs. */
 export async function deleteConnection(db: Executor, ownerKey: string, id: string): Promise<boolean> {
-  if (!(await forgetAccountsAt(db, ownerKey, id))) return false;
-  await db.deleteFrom('mcp_connection_tools').where('connection_id', '=', id).execute();
-  await db.deleteFrom('mcp_connections').where('id', '=', id).where('owner_id', '=', ownerKey).execute();
-  return true;
+  await forgetAccountsAt(db, ownerKey, id);
+  await db
+    .deleteFrom('mcp_connection_tools')
+    .where('connection_id', 'in', ownedConnection(db, ownerKey, id))
+    .execute();
+  const deleted = await db
+    .deleteFrom('mcp_connections')
+    .where('id', '=', id)
+    .where('owner_id', '=', ownerKey)
+    .executeTakeFirst();
+  return Number(deleted.numDeletedRows) > 0;
 }
 
 /** The pinned tools of a connection the caller was admitted to. */
@@ -161,21 +168,24 @@ export async function takeSignIn(db: Executor, state: string, now: string) {
   return row;
 }
 
+/** The connection `id` if it is `ownerKey`'s: what a statement on what hangs off a connection names itself. */
+function ownedConnection(db: Executor, ownerKey: string, id: string) {
+  return db.selectFrom('mcp_connections').select('id').where('id', '=', id).where('owner_id', '=', ownerKey);
+}
+
 /**
  * Forgets every account and sign-in at the connection of `ownerKey` (its address changed: the tokens were for the
- * old server). False when it is not theirs.
+ * old server). Each statement names the owner through the connection it must belong to.
  */
-export async function forgetAccountsAt(db: Executor, ownerKey: string, id: string): Promise<boolean> {
-  const owned = await db
-    .selectFrom('mcp_connections')
-    .select('id')
-    .where('id', '=', id)
-    .where('owner_id', '=', ownerKey)
-    .executeTakeFirst();
-  if (!owned) return false;
-  await db.deleteFrom('mcp_connection_sign_ins').where('connection_id', '=', owned.id).execute();
-  await db.deleteFrom('mcp_connection_accounts').where('connection_id', '=', owned.id).execute();
-  return true;
+export async function forgetAccountsAt(db: Executor, ownerKey: string, id: string): Promise<void> {
+  await db
+    .deleteFrom('mcp_connection_sign_ins')
+    .where('connection_id', 'in', ownedConnection(db, ownerKey, id))
+    .execute();
+  await db
+    .deleteFrom('mcp_connection_accounts')
+    .where('connection_id', 'in', ownedConnection(db, ownerKey, id))
+    .execute();
 }
 
 /** Erasure: the user's accounts, sign-ins and personal connections (with their pinned tools). Returns how many. */
