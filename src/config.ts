@@ -130,6 +130,7 @@ const envSchema = z.object({
   MCP_MAX_SESSIONS: positiveInt(10_000),
   MCP_TASK_TTL_SECONDS: positiveInt(86_400),
   MCP_SESSION_MODE: z.enum(['stateful', 'stateless']).default('stateful'),
+  MCP_HTTP_TRANSPORT: z.enum(['native', 'sdk']).default('native'),
   STDIO_USER: z.string().min(1).max(254).optional(),
   STDIO_API_KEY: z.string().min(1).max(256).optional(),
   SEARCH_URL: optionalUrl,
@@ -269,6 +270,8 @@ export interface Config {
      * instance that opened them; `stateless` answers every POST on its own, so any instance serves any request.
      */
     sessionMode: 'stateful' | 'stateless';
+    /** Streamable HTTP through the service's own Node transport (`native`) or the SDK's web-standard one (`sdk`). */
+    httpTransport: 'native' | 'sdk';
     /** Who `agent-service stdio` acts as: a username, or an API key; by default the bootstrap administrator. */
     stdio: { username?: string; apiKey?: string };
   };
@@ -452,6 +455,7 @@ export function loadConfig(environment: Record<string, string | undefined> = pro
       maxSessions: env.MCP_MAX_SESSIONS,
       taskTtlSeconds: env.MCP_TASK_TTL_SECONDS,
       sessionMode: env.MCP_SESSION_MODE,
+      httpTransport: env.MCP_HTTP_TRANSPORT,
       stdio: {
         ...(env.STDIO_USER && { username: env.STDIO_USER }),
         ...(env.STDIO_API_KEY && { apiKey: env.STDIO_API_KEY }),

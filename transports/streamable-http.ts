@@ -2,7 +2,7 @@ import { randomUUID } from 'node:crypto';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
 import { toNodeHandler } from '@modelcontextprotocol/node';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import { ErrorCode, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import { type McpHttpHandler, classifyInboundRequest, createMcpHandler } from '@modelcontextprotocol/server';
@@ -21,11 +21,15 @@ import type { McpSessionDirectory, SessionRecord } from '../src/mcp/session-dire
 import { MAX_MESSAGE_DEPTH, nestsWithin } from '../src/mcp/messages.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { authInfoFor } from '../src/mcp/server.js';
+import { type NodeStreamableHttpOptions, NodeStreamableHttpTransport } from './node-streamable-transport.js';
 import { openStreamSlot } from './stream-slot.js';
 
+/** Either streamable-HTTP transport: the service's own on Node's HTTP objects, or the SDK's web-standard one. */
+type HttpTransport = NodeStreamableHttpTransport | StreamableHTTPServerTransport;
+
 interface Session {
-  transport: StreamableHTTPServerTransport;
-  server: McpServer;
+  transport: HttpTransport;
+  server: Server;
   /** Lets the session's requests in flight be answered before it closes at shutdown. */
   guard: TransportGuard;
   /** Who opened it (only they may use it) and how: what other instances need to continue it. */
@@ -43,6 +47,11 @@ export interface StreamableHttpOptions {
   maxSessions: number;
   /** Answer every POST on its own (no session, no server-initiated stream): any instance serves any request. */
   stateless?: boolean;
+  /**
+   * Which transport carries 2025-era sessions: `native` (default) on Node's request and response, or `sdk`, the
+   * SDK's own, which converts each request to a web `Request` and back.
+   */
+  transport?: 'native' | 'sdk';
   /** The protected-resource metadata URL, named in the 2026-07-28 era's scope challenges (403 step-up). */
   resourceMetadataUrl?: string;
   /**
@@ -136,6 +145,13 @@ export class StreamableHttpSessions {
     await Promise.all([...this.#sessions.keys()].map((id) => this.#close(id)));
   }
 
+  /** A transport of the configured kind. */
+  #newTransport(options: NodeStreamableHttpOptions): HttpTransport {
+    return this.options.transport === 'sdk'
+      ? new StreamableHTTPServerTransport(options)
+      : new NodeStreamableHttpTransport(options);
+  }
+
   async #close(id: string): Promise<void> {
     const session = this.#sessions.get(id);
     if (!session) return;
@@ -208,13 +224,13 @@ export class StreamableHttpSessions {
    * Its events are kept for the session and its caller alone, and forgotten when it closes.
    */
   #transport(
-    server: McpServer,
+    server: Server,
     caller: string,
     onInitialised: (id: string) => void,
     id: string = randomUUID(),
-  ): StreamableHTTPServerTransport {
+  ): HttpTransport {
     const events = this.#events.forSession(caller, id);
-    const transport: StreamableHTTPServerTransport = new StreamableHTTPServerTransport({
+    const transport = this.#newTransport({
       sessionIdGenerator: () => id,
       eventStore: events,
       onsessioninitialized: onInitialised,
@@ -319,13 +335,13 @@ export class StreamableHttpSessions {
   }
 
   /** Connects a server to its transport and guards it. */
-  async #connect(server: McpServer, transport: StreamableHTTPServerTransport): Promise<TransportGuard> {
+  async #connect(server: Server, transport: HttpTransport): Promise<TransportGuard> {
     await server.connect(transport);
     return this.#guard(transport);
   }
 
   /** Requests were counted per HTTP request; the guard adds per-method metrics. */
-  #guard(transport: StreamableHTTPServerTransport): TransportGuard {
+  #guard(transport: HttpTransport): TransportGuard {
     return guardTransport(transport, {
       policy: this.options.core.policy,
       metrics: this.options.core.metrics,
@@ -339,7 +355,7 @@ export class StreamableHttpSessions {
    */
   async #answerAlone(req: Request, res: Response): Promise<void> {
     const server = this.options.core.createServer();
-    const transport = new StreamableHTTPServerTransport({ sessionIdGenerator: undefined });
+    const transport = this.#newTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {
       void transport.close().catch(() => undefined);
       void server.close().catch(() => undefined);
@@ -474,7 +490,7 @@ export class StreamableHttpSessions {
  * server accepted it.
  */
 async function replayInitialize(
-  transport: StreamableHTTPServerTransport,
+  transport: HttpTransport,
   params: unknown,
   auth: ReturnType<typeof authInfoFor>,
 ): Promise<boolean> {

@@ -50,6 +50,7 @@ export function buildMcpWires(deps: WireDeps) {
     idleMs: config.mcp.sessionIdleSeconds * 1000,
     maxSessions: config.mcp.maxSessions,
     stateless: config.mcp.sessionMode === 'stateless',
+    transport: config.mcp.httpTransport,
     resourceMetadataUrl: deps.resourceMetadataUrl,
     directory: deps.shared && new McpSessionDirectory({ ...deps.shared, ttlMs: config.mcp.sessionIdleSeconds * 1000 }),
   });
