@@ -1,4 +1,4 @@
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
@@ -15,7 +15,7 @@ import { openStreamSlot } from './stream-slot.js';
 
 interface Connection {
   transport: SSEServerTransport;
-  server: McpServer;
+  server: Server;
   callerId: string;
 }
 

@@ -1,5 +1,5 @@
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
-import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { McpServer as ModernMcpServer, RequestStateCodec } from '@modelcontextprotocol/server';
 import type { Broadcast } from '../adapters/broadcast/port.js';
@@ -8,7 +8,7 @@ import type { Caller } from '../ports/caller.js';
 import { DirectTransport } from './direct-transport.js';
 import { guardTransport } from './guard.js';
 import type { McpMetrics } from './metrics.js';
-import { type ModernDeps, type RunQuestion, createModernMcpServer, questionCodec } from './modern.js';
+import { type ModernDeps, ModernServers, type RunQuestion, questionCodec } from './modern.js';
 import type { McpTasks } from './tasks.js';
 import { readableResource } from './catalog.js';
 import type { McpPolicy } from './policy.js';
@@ -25,8 +25,10 @@ const MAX_RESOURCE_SUBSCRIPTIONS = 100;
  */
 export class McpCore {
   readonly #direct = new DirectTransport();
-  #shared: Promise<McpServer> | undefined;
+  #shared: Promise<Server> | undefined;
   #questions: RequestStateCodec<RunQuestion> | undefined;
+  #modernServers: ModernServers | undefined;
+  #stopInvalidating: (() => void) | undefined;
 
   constructor(
     readonly deps: {
@@ -40,6 +42,8 @@ export class McpCore {
       requestStateKey?: () => Uint8Array;
       /** Carries resource updates to every instance, where clients listen for them. */
       broadcast?: Broadcast;
+      /** How many idle servers of the 2026-07-28 revision are kept for the next requests. */
+      modernServersKept?: number;
     },
   ) {}
 
@@ -52,13 +56,36 @@ export class McpCore {
   }
 
   /** A server for one session or connection. */
-  createServer(fallbackCaller?: Caller): McpServer {
+  createServer(fallbackCaller?: Caller): Server {
     return createMcpServer(this.deps.server, fallbackCaller);
   }
 
-  /** A server of the 2026-07-28 revision for one request of the caller's. */
-  createModernServer(caller: Caller | undefined): ModernMcpServer {
-    return createModernMcpServer(this.deps.server, caller, this.#modern());
+  /**
+   * A server of the 2026-07-28 revision for one request, lent until the request ends. It is not built for the
+   * caller: each request brings its caller to the handlers, which ask the policy point then, so the same servers
+   * answer every caller and the caller the wire names here is not needed.
+   */
+  createModernServer(_caller?: Caller): ModernMcpServer {
+    return this.#modernPool().take();
+  }
+
+  /** How many servers of the 2026-07-28 revision wait for a request, and how many were built in all. */
+  get modernServers(): { idle: number; built: number } {
+    return this.#modernServers?.stats ?? { idle: 0, built: 0 };
+  }
+
+  /**
+   * Built on the first modern request (the published workflows are reachable from then on). What the servers
+   * register changes only with the tools on offer; who may see or call what is decided per request, and the
+   * connected servers' tools are looked up per call, so neither a tuple nor a connection changes a server.
+   */
+  #modernPool(): ModernServers {
+    if (!this.#modernServers) {
+      const servers = new ModernServers(this.deps.server, this.#modern(), this.deps.modernServersKept);
+      this.#stopInvalidating = this.onToolsChanged(() => servers.invalidate());
+      this.#modernServers = servers;
+    }
+    return this.#modernServers;
   }
 
   #modern(): ModernDeps {
@@ -128,6 +155,8 @@ export class McpCore {
   }
 
   async close(): Promise<void> {
+    this.#stopInvalidating?.();
+    this.#modernServers?.close();
     const shared = this.#shared;
     this.#shared = undefined;
     await (await shared)?.close();

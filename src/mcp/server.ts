@@ -1,4 +1,5 @@
 import { McpServer, ResourceTemplate } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { Server } from '@modelcontextprotocol/sdk/server/index.js';
 import type { AuthInfo } from '@modelcontextprotocol/sdk/server/auth/types.js';
 import { randomUUID } from 'node:crypto';
 import {
@@ -6,6 +7,7 @@ import {
   ErrorCode,
   ListToolsRequestSchema,
   McpError,
+  type ServerCapabilities,
   UrlElicitationRequiredError,
 } from '@modelcontextprotocol/sdk/types.js';
 import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
@@ -57,44 +59,128 @@ export function authInfoHearingRefusals(caller: Caller, onRefusal: (refusal: Too
   return authInfo;
 }
 
-function callerFrom(extra: { authInfo?: AuthInfo }, fallback: Caller | undefined): Caller | undefined {
-  return (extra.authInfo?.extra?.caller as Caller | undefined) ?? fallback;
+const callerOf = (extra: { authInfo?: AuthInfo }): Caller | undefined =>
+  extra.authInfo?.extra?.caller as Caller | undefined;
+
+/** The methods the registrations answer; the others (initialize, ping, logging/setLevel) are each session's own. */
+const SHARED_METHODS = [
+  'tools/list',
+  'tools/call',
+  'prompts/list',
+  'prompts/get',
+  'resources/list',
+  'resources/templates/list',
+  'resources/read',
+  'completion/complete',
+];
+
+/** The session a shared handler serves, set on the request's `extra` by the session's own server. */
+const SESSION = Symbol('mcp session');
+type InSession = { [SESSION]?: Server };
+
+/** What every session's server answers with: the handlers of one server holding every registration. */
+interface SharedHandlers {
+  handlers: Map<string, RequestHandler>;
+  capabilities: ServerCapabilities;
 }
 
+const sharedByDeps = new WeakMap<McpServerDeps, SharedHandlers>();
+
 /**
- * The MCP core: one factory for the official SDK server that every wire adapts. Tools run through the executor
- * (and so through the policy point); `tools/list` shows each caller only the tools it may see.
+ * The MCP core: one factory for the official SDK server that every wire adapts, one per session or connection.
+ * Tools run through the executor (and so through the policy point); `tools/list` shows each caller only the tools
+ * it may see.
+ *
+ * The caller travels with each request (AuthInfo), so what answers requests is the same for every session: one
+ * `McpServer` holds the registrations (and keeps them current as workflows are published), and each session gets a
+ * bare SDK `Server` that answers with its handlers. A session costs the protocol state alone, not a copy of every
+ * tool, prompt and resource registration (about a fifth of the memory).
  *
  * @param fallbackCaller who the requests are from when the transport carries no identity (stdio).
  */
-export function createMcpServer(deps: McpServerDeps, fallbackCaller?: Caller): McpServer {
-  const server = new McpServer(SERVER_INFO, {
+export function createMcpServer(deps: McpServerDeps, fallbackCaller?: Caller): Server {
+  let shared = sharedByDeps.get(deps);
+  if (!shared) {
+    shared = sharedHandlers(deps);
+    sharedByDeps.set(deps, shared);
+  }
+  const server = new Server(SERVER_INFO, {
+    capabilities: shared.capabilities,
+    instructions: INSTRUCTIONS,
+    jsonSchemaValidator: validator,
+  });
+  const fallback = fallbackCaller && authInfoFor(fallbackCaller);
+  // The session's own handlers (initialize, logging/setLevel) answer bad params as such too.
+  answerBadParamsAsInvalid(server);
+  const own = requestHandlersOf(server);
+  for (const method of SHARED_METHODS) {
+    const handler = shared.handlers.get(method);
+    if (!handler) continue;
+    // Tool calls log through their session; a connection without identity speaks for its one caller.
+    own.set(
+      method,
+      method === 'tools/call' || fallback
+        ? (request, extra) => {
+            const context = extra as { authInfo?: AuthInfo } & InSession;
+            context[SESSION] = server;
+            if (fallback) context.authInfo ??= fallback;
+            return handler(request, context);
+          }
+        : handler,
+    );
+  }
+  // The registrations follow the published workflows; each session tells its client that the list changed.
+  const stopListening = deps.published?.subscribe(() => {
+    if (server.transport) server.sendToolListChanged().catch(() => undefined);
+  });
+  if (stopListening) {
+    const previous = server.onclose;
+    server.onclose = () => {
+      stopListening();
+      previous?.();
+    };
+  }
+  return server;
+}
+
+function sharedHandlers(deps: McpServerDeps): SharedHandlers {
+  const registry = new McpServer(SERVER_INFO, {
     capabilities: SERVER_CAPABILITIES,
     instructions: INSTRUCTIONS,
     jsonSchemaValidator: validator,
   });
-  const callerOf = (extra: { authInfo?: AuthInfo }) => callerFrom(extra, fallbackCaller);
-
   for (const tool of deps.executor.tools) {
-    server.registerTool(tool.name, toolConfig(tool), (args: unknown, extra) =>
+    registry.registerTool(tool.name, toolConfig(tool), (args: unknown, extra) =>
       callTool(deps, tool, args, callerOf(extra), {
         signal: extra.signal,
-        log: (level, data) => server.sendLoggingMessage({ level, logger: tool.name, data }, extra.sessionId),
+        log: (level, data) =>
+          (extra as InSession)[SESSION]?.sendLoggingMessage({ level, logger: tool.name, data }, extra.sessionId) ??
+          Promise.resolve(),
         ...(extra.authInfo && { onRefusal: refusalListeners.get(extra.authInfo) }),
       }),
     );
   }
   // Replaces the SDK's list so that each caller sees only the tools it may use.
-  server.server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => ({
+  registry.server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => ({
     tools: await listTools(deps, callerOf(extra)),
   }));
   if (deps.published)
-    registerPublishedWorkflows(server, deps.published, (extra) => callerOf(extra as { authInfo?: AuthInfo }));
-  registerResources(server, deps, callerOf);
-  registerPrompts(server, deps, callerOf);
-  serveGatewayTools(server, deps, callerOf);
-  answerBadParamsAsInvalid(server);
-  return server;
+    registerPublishedWorkflows(registry, deps.published, (extra) => callerOf(extra as { authInfo?: AuthInfo }));
+  registerResources(registry, deps);
+  registerPrompts(registry, deps);
+  serveGatewayTools(registry, deps);
+  answerBadParamsAsInvalid(registry.server);
+  return { handlers: requestHandlersOf(registry.server), capabilities: capabilitiesOf(registry.server) };
+}
+
+/** The SDK keeps a server's request handlers in a private map: the one place to share or wrap them. */
+function requestHandlersOf(server: Server): Map<string, RequestHandler> {
+  return (server as unknown as { _requestHandlers: Map<string, RequestHandler> })._requestHandlers;
+}
+
+/** What a server advertises once everything is registered (the SDK adds what each registration needs). */
+function capabilitiesOf(server: Server): ServerCapabilities {
+  return (server as unknown as { getCapabilities(): ServerCapabilities }).getCapabilities();
 }
 
 /**
@@ -102,8 +188,8 @@ export function createMcpServer(deps: McpServerDeps, fallbackCaller?: Caller): M
  * knows only the tools registered on it. A tool that asks first is put to the client's user by elicitation; an
  * account the caller has not connected is a URL elicitation (`URLElicitationRequiredError`) naming where.
  */
-function serveGatewayTools(server: McpServer, deps: McpServerDeps, callerOf: CallerOf): void {
-  const handlers = (server.server as unknown as { _requestHandlers: Map<string, RequestHandler> })._requestHandlers;
+function serveGatewayTools(server: McpServer, deps: McpServerDeps): void {
+  const handlers = requestHandlersOf(server.server);
   const builtIn = handlers.get('tools/call')!;
   handlers.set('tools/call', async (request, extra) => {
     const { params } = request as { params?: { name?: unknown; arguments?: unknown } };
@@ -150,8 +236,8 @@ type RequestHandler = (request: unknown, extra: unknown) => Promise<unknown>;
  * factory registers everything up front) so that those two failures are answered as such; the SDK keeps its
  * handlers in a private map, the one place to reach them.
  */
-function answerBadParamsAsInvalid(server: McpServer): void {
-  const handlers = (server.server as unknown as { _requestHandlers: Map<string, RequestHandler> })._requestHandlers;
+function answerBadParamsAsInvalid(server: Server): void {
+  const handlers = requestHandlersOf(server);
   for (const [method, handler] of handlers) {
     handlers.set(method, async (request, extra) => {
       try {
@@ -172,9 +258,7 @@ function asMcpError(error: unknown): unknown {
   return error instanceof CatalogError ? new McpError(error.code, error.message, error.data) : error;
 }
 
-type CallerOf = (extra: { authInfo?: AuthInfo }) => Caller | undefined;
-
-function registerResources(server: McpServer, deps: McpServerDeps, callerOf: CallerOf): void {
+function registerResources(server: McpServer, deps: McpServerDeps): void {
   const info = SERVER_INFO_RESOURCE;
   server.registerResource(info.name, info.uri, info.metadata, (uri) => info.read(deps, uri.href));
   const conversation = CONVERSATION_RESOURCE;
@@ -189,7 +273,7 @@ function registerResources(server: McpServer, deps: McpServerDeps, callerOf: Cal
   );
 }
 
-function registerPrompts(server: McpServer, deps: McpServerDeps, callerOf: CallerOf): void {
+function registerPrompts(server: McpServer, deps: McpServerDeps): void {
   for (const prompt of PROMPTS) {
     const { title, description } = prompt;
     const argsSchema: z.ZodRawShape = prompt.argsSchema.shape;
