@@ -5,6 +5,7 @@ import {
   type CacheHint,
   type CallToolResult,
   type InputRequiredResult,
+  type JSONRPCMessage,
   type ListToolsResult,
   McpServer,
   ProtocolError,
@@ -12,6 +13,8 @@ import {
   ResourceNotFoundError,
   ResourceTemplate,
   type ServerContext,
+  type ServerOptions,
+  type Transport,
   UrlElicitationRequiredError,
   createRequestStateCodec,
   inputRequired,
@@ -144,34 +147,45 @@ function taskCreated(task: TaskView): CallToolResult {
 
 const TaskParams = z.object({ taskId: z.string().min(1).max(64) });
 
-/**
- * A server of the 2026-07-28 revision for one request, on `@modelcontextprotocol/server`: the same catalog as the
- * 2025-era servers (tools through the same executor and policy point, the same resources and prompts), built for
- * the caller the wire authenticated. Nothing outlives the request, so any instance serves any modern request:
- * tasks live in the database, and a question's run travels, sealed, in the client's `requestState`.
- */
-export function createModernMcpServer(
-  deps: McpServerDeps,
-  caller: Caller | undefined,
-  modern: ModernDeps = {},
-): McpServer {
-  const { tasks } = modern;
-  const server = new McpServer(SERVER_INFO, {
+/** The caller of the request a handler serves, as the wire authenticated it: it comes with each request. */
+const callerOf = (ctx: { http?: { authInfo?: AuthInfo } }): Caller | undefined => callerOfAuthInfo(ctx.http?.authInfo);
+
+/** How a server of the revision describes itself; the same for every server, whoever it serves. */
+function serverOptions(modern: ModernDeps): ServerOptions {
+  return {
     capabilities: {
       ...SERVER_CAPABILITIES,
       // Updates of a resource are heard on `subscriptions/listen` (the 2025 era has no subscriptions here).
       resources: { ...SERVER_CAPABILITIES.resources, subscribe: true },
-      ...(tasks && { extensions: { [TASKS_EXTENSION]: {} } }),
+      ...(modern.tasks && { extensions: { [TASKS_EXTENSION]: {} } }),
     },
     instructions: INSTRUCTIONS,
     cacheHints: CACHE_HINTS,
     ...(modern.questions && { requestState: { verify: modern.questions.verify.bind(modern.questions) } }),
-  });
-  const rounds = questionRounds(deps, caller, modern);
+  };
+}
+
+/**
+ * Registers the catalog on a server of the 2026-07-28 revision, on `@modelcontextprotocol/server`: the same
+ * catalog as the 2025-era servers (tools through the same executor and policy point, the same resources and
+ * prompts). Nothing here belongs to a caller: every handler reads who is asking from its own request, and what
+ * that caller may see or call is decided then, by the policy point. So one server answers any caller, one request
+ * after another, and a grant or a revocation counts from the next request. Nothing outlives a request either, so
+ * any instance serves any modern request: tasks live in the database, and a question's run travels, sealed, in the
+ * client's `requestState`.
+ */
+function serveCatalog(server: McpServer, deps: McpServerDeps, modern: ModernDeps): void {
+  const { tasks } = modern;
+  const rounds = questionRounds(deps, modern);
 
   for (const tool of deps.executor.tools) {
     // In a request, its log messages go to the client; a task's call was admitted before the task started.
-    const run = (args: unknown, signal: AbortSignal, how: { ctx?: ServerContext; admitted?: boolean }) =>
+    const run = (
+      args: unknown,
+      caller: Caller | undefined,
+      signal: AbortSignal,
+      how: { ctx?: ServerContext; admitted?: boolean },
+    ) =>
       callTool(deps, tool, args, caller, {
         signal,
         log: (level, data) => how.ctx?.mcpReq.log(level, data, tool.name) ?? Promise.resolve(),
@@ -186,7 +200,8 @@ export function createModernMcpServer(
       {
         ...(tasks && tool.longRunning ? withoutOutput : config),
         // A token narrowed to reading is told, before the call, which scope to ask for (step-up: 403).
-        scopeChallenge: () => {
+        scopeChallenge: ({ authInfo }) => {
+          const caller = callerOfAuthInfo(authInfo);
           const scope = caller && missingScope(caller, { readOnly: tool.annotations.readOnlyHint === true });
           if (!scope || !caller) return undefined;
           return {
@@ -196,23 +211,27 @@ export function createModernMcpServer(
         },
       },
       async (args: unknown, ctx) => {
-        const round = await rounds.answered(ctx, tool);
+        const caller = callerOf(ctx);
+        const round = await rounds.answered(ctx, caller, tool);
         if (round && 'result' in round) return round.result;
         // A call the policy point refuses is answered at once, as without a task; no task is started for it.
         if (tasks && caller && tool.longRunning && wantsTask(ctx))
           return (
             (await admitTool(deps, tool, caller)) ??
             taskCreated(
-              await tasks.start(caller, tool.name, (signal) => run(args, signal, { admitted: true })).catch(rethrown),
+              await tasks
+                .start(caller, tool.name, (signal) => run(args, caller, signal, { admitted: true }))
+                .catch(rethrown),
             )
           );
-        return rounds.ask(await run(args, ctx.mcpReq.signal, { ctx }), ctx);
+        return rounds.ask(await run(args, caller, ctx.mcpReq.signal, { ctx }), ctx, caller);
       },
     );
   }
   const published = deps.published;
   for (const workflow of published?.list() ?? []) {
-    const run = (input: string, signal: AbortSignal) => callPublished(published!, workflow, input, caller, signal);
+    const run = (input: string, caller: Caller | undefined, signal: AbortSignal) =>
+      callPublished(published!, workflow, input, caller, signal);
     server.registerTool(
       workflow.toolName,
       {
@@ -222,33 +241,36 @@ export function createModernMcpServer(
         annotations: PUBLISHED_ANNOTATIONS,
       },
       async (args, ctx) => {
-        const round = await rounds.answered(ctx, workflow);
+        const caller = callerOf(ctx);
+        const round = await rounds.answered(ctx, caller, workflow);
         if (round && 'result' in round) return round.result;
         const input = round?.input ?? args.input;
         // Called with nothing to start from: the client's user is asked for it, when it can ask.
-        const asked = input === '' && (await rounds.askInput(workflow, ctx));
+        const asked = input === '' && (await rounds.askInput(workflow, ctx, caller));
         if (asked) return asked;
         if (tasks && caller && wantsTask(ctx))
           return (
             (await publishedRefusal(published!, workflow, caller)) ??
-            taskCreated(await tasks.start(caller, workflow.toolName, (signal) => run(input, signal)).catch(rethrown))
+            taskCreated(
+              await tasks.start(caller, workflow.toolName, (signal) => run(input, caller, signal)).catch(rethrown),
+            )
           );
-        return rounds.ask(await run(input, ctx.mcpReq.signal), ctx);
+        return rounds.ask(await run(input, caller, ctx.mcpReq.signal), ctx, caller);
       },
     );
   }
   // Each caller sees only the tools it may use, as on the 2025-era servers.
   // The descriptions are plain JSON Schema, the same for both SDKs; only their declared types differ.
-  server.server.setRequestHandler('tools/list', async () => ({
-    tools: (await listTools(deps, caller)) as unknown as ListToolsResult['tools'],
+  server.server.setRequestHandler('tools/list', async (_request, ctx) => ({
+    tools: (await listTools(deps, callerOf(ctx))) as unknown as ListToolsResult['tools'],
   }));
-  serveGatewayTools(server, deps, caller);
+  serveGatewayTools(server, deps);
 
   if (tasks) {
-    const owner = () => caller ?? rethrown(unauthenticated());
-    server.server.setRequestHandler('tasks/get', { params: TaskParams }, ({ taskId }) =>
+    const owner = (ctx: ServerContext) => callerOf(ctx) ?? rethrown(unauthenticated());
+    server.server.setRequestHandler('tasks/get', { params: TaskParams }, ({ taskId }, ctx) =>
       tasks
-        .get(owner(), taskId)
+        .get(owner(ctx), taskId)
         // A finished task's result is a complete tool result of the revision, discriminator included.
         .then((task): Record<string, unknown> => ({
           ...task,
@@ -260,11 +282,11 @@ export function createModernMcpServer(
     server.server.setRequestHandler('tasks/update', { params: TaskParams }, async ({ taskId }, ctx) => {
       const responses = ctx.mcpReq.inputResponses;
       if (!responses) throw new ProtocolError(INVALID_PARAMS, 'tasks/update needs inputResponses');
-      await tasks.update(owner(), taskId, responses).catch(rethrown);
+      await tasks.update(owner(ctx), taskId, responses).catch(rethrown);
       return {};
     });
-    server.server.setRequestHandler('tasks/cancel', { params: TaskParams }, async ({ taskId }) => {
-      await tasks.cancel(owner(), taskId).catch(rethrown);
+    server.server.setRequestHandler('tasks/cancel', { params: TaskParams }, async ({ taskId }, ctx) => {
+      await tasks.cancel(owner(ctx), taskId).catch(rethrown);
       return {};
     });
   }
@@ -274,18 +296,143 @@ export function createModernMcpServer(
   const conversation = CONVERSATION_RESOURCE;
   server.registerResource(
     conversation.name,
-    new ResourceTemplate(conversation.template, { list: () => conversation.list(deps, caller) }),
+    new ResourceTemplate(conversation.template, { list: (ctx) => conversation.list(deps, callerOf(ctx)) }),
     conversation.metadata,
-    (uri, variables) => conversation.read(deps, uri.href, String(variables.conversation_id), caller).catch(rethrown),
+    (uri, variables, ctx) =>
+      conversation.read(deps, uri.href, String(variables.conversation_id), callerOf(ctx)).catch(rethrown),
   );
 
   for (const prompt of PROMPTS) {
     const { title, description, argsSchema } = prompt;
-    server.registerPrompt(prompt.name, { title, description, argsSchema }, (args) =>
-      prompt.get(deps, args, caller).catch(rethrown),
+    server.registerPrompt(prompt.name, { title, description, argsSchema }, (args, ctx) =>
+      prompt.get(deps, args, callerOf(ctx)).catch(rethrown),
     );
   }
-  return server;
+}
+
+/** A JSON-RPC response (a result or an error), told apart without validating the whole message. */
+const isResponse = (message: JSONRPCMessage): boolean =>
+  !('method' in message) && ('result' in message || 'error' in message);
+
+/**
+ * What a server remembers of the request it last answered, besides what the protocol layer forgets when the
+ * request's transport closes: the client's identity, seeded from each request's envelope (the deprecated
+ * `getClientCapabilities()` / `getClientVersion()`), only where the envelope carries it. Cleared between requests,
+ * so a request that does not say who its client is reads nothing rather than the previous request's client.
+ */
+type ClientIdentity = { _clientCapabilities?: unknown; _clientVersion?: unknown };
+
+/**
+ * A server lent to one request at a time (`createMcpHandler` refuses one that is still serving another). It tells
+ * the pool when it is free again: when its request's transport closes, or when the handler closes it without having
+ * connected it (a `subscriptions/listen` request, a scope challenge, a refused `Mcp-Param-*` header), and whether a
+ * handler of it may still be running.
+ */
+class LentServer extends McpServer {
+  /** Lent to a request, not yet given back. */
+  lent = false;
+  /** The request was answered: its handler has finished, and nothing of it runs on. */
+  #answered = false;
+
+  constructor(
+    readonly generation: number,
+    private readonly giveBack: (server: LentServer, reusable: boolean) => void,
+    options: ServerOptions,
+  ) {
+    super(SERVER_INFO, options);
+    this.server.onclose = () => this.giveBack(this, this.#answered);
+  }
+
+  override async connect(transport: Transport): Promise<void> {
+    this.#answered = false;
+    // The protocol layer sends a request's response only once its handler is done; a request whose client went
+    // away gets none, and its handler may still run, with the server's transport for its notifications. Such a
+    // server is not lent again: a late notification could otherwise reach the next request on it.
+    const send = transport.send.bind(transport);
+    transport.send = (message, options) => {
+      if (isResponse(message)) this.#answered = true;
+      return send(message, options);
+    };
+    await super.connect(transport);
+  }
+
+  override async close(): Promise<void> {
+    // Never connected, so no transport closes and nothing ran: free at once.
+    if (this.server.transport === undefined) this.giveBack(this, true);
+    else await super.close();
+  }
+}
+
+/** How many idle servers are kept by default: about as many as requests a busy instance has in flight at once. */
+export const MODERN_SERVERS_KEPT = 64;
+
+/**
+ * The servers of the 2026-07-28 revision, reused from one request to the next instead of built for each: building
+ * one registers every tool, resource and prompt, and converts each tool's input schema again for the transport's
+ * header checks, which costs more than serving a `tools/call`. A server holds nothing of any caller's (see
+ * `serveCatalog`), so one set serves every caller and the number kept does not grow with the number of callers:
+ * at most `kept` idle servers are kept (the most recently used first), and any beyond are dropped. Each request
+ * gets a server no other request is using; it comes back when its request ends, unless a handler of it may still
+ * be running. What the servers register changes only when a workflow is published or withdrawn: then the servers
+ * built before are dropped, as they come back.
+ */
+export class ModernServers {
+  readonly #idle: LentServer[] = [];
+  #generation = 0;
+  #built = 0;
+  #closed = false;
+
+  constructor(
+    private readonly deps: McpServerDeps,
+    private readonly modern: ModernDeps,
+    private readonly kept: number = MODERN_SERVERS_KEPT,
+  ) {}
+
+  /** A server for one request, no other request's meanwhile. */
+  take(): McpServer {
+    const server = this.#idle.pop() ?? this.#build();
+    server.lent = true;
+    return server;
+  }
+
+  /** The tools on offer changed: servers built until now offer what no longer is, and serve no more requests. */
+  invalidate(): void {
+    this.#generation += 1;
+    this.#idle.length = 0;
+  }
+
+  /** Drops the idle servers; those still lent are dropped as they come back. */
+  close(): void {
+    this.#closed = true;
+    this.#idle.length = 0;
+  }
+
+  /** How many servers wait for a request, and how many were built in all. */
+  get stats(): { idle: number; built: number } {
+    return { idle: this.#idle.length, built: this.#built };
+  }
+
+  #build(): LentServer {
+    const server = new LentServer(
+      this.#generation,
+      (lent, reusable) => this.#giveBack(lent, reusable),
+      serverOptions(this.modern),
+    );
+    serveCatalog(server, this.deps, this.modern);
+    this.#built += 1;
+    return server;
+  }
+
+  #giveBack(server: LentServer, reusable: boolean): void {
+    if (!server.lent) return;
+    server.lent = false;
+    Object.assign(server.server as unknown as ClientIdentity, {
+      _clientCapabilities: undefined,
+      _clientVersion: undefined,
+    });
+    if (!reusable || this.#closed || server.generation !== this.#generation || this.#idle.length >= this.kept) return;
+    this.#idle.push(server);
+  }
 }
 
 type ModernHandler = (request: unknown, ctx: ServerContext) => Promise<unknown>;
@@ -294,13 +441,14 @@ type ModernHandler = (request: unknown, ctx: ServerContext) => Promise<unknown>;
  * Calls of connected servers' tools (gateway mode) reach the executor before the SDK's own `tools/call`. A tool
  * that asks first is not run here (this revision's clients answer questions in a later request, which a call of an
  * upstream tool does not wait for); an account the caller has not connected is a URL elicitation naming where.
+ * Which connected tools the caller may use is looked up on each call, so nothing of it is kept on the server.
  */
-function serveGatewayTools(server: McpServer, deps: McpServerDeps, caller: Caller | undefined): void {
+function serveGatewayTools(server: McpServer, deps: McpServerDeps): void {
   const handlers = (server.server as unknown as { _requestHandlers: Map<string, ModernHandler> })._requestHandlers;
   const builtIn = handlers.get('tools/call')!;
   handlers.set('tools/call', async (request, ctx) => {
     const { params } = request as { params?: { name?: unknown; arguments?: unknown } };
-    const result = await callGatewayTool(deps.executor, caller, params?.name, params?.arguments, {
+    const result = await callGatewayTool(deps.executor, callerOf(ctx), params?.name, params?.arguments, {
       signal: ctx.mcpReq.signal,
       ask: () => Promise.resolve(false),
       accountRequired: (error) => {
@@ -320,7 +468,7 @@ function serveGatewayTools(server: McpServer, deps: McpServerDeps, caller: Calle
  * whichever instance the retry reaches. A published workflow called without input asks for it the same way.
  * Clients that cannot ask get the waiting run, which `workflow_resume` answers, as on the 2025-era wires.
  */
-function questionRounds(deps: McpServerDeps, caller: Caller | undefined, modern: ModernDeps) {
+function questionRounds(deps: McpServerDeps, modern: ModernDeps) {
   const { questions } = modern;
   const { published } = deps;
   // Answers to `workflow_run` go through the policy point like any call of `workflow_resume`.
@@ -328,6 +476,7 @@ function questionRounds(deps: McpServerDeps, caller: Caller | undefined, modern:
 
   const resume = async (
     via: ToolDefinition | PublishedWorkflow,
+    caller: Caller,
     state: { workflowId: string; runId: string },
     answer: string,
     signal: AbortSignal,
@@ -335,7 +484,7 @@ function questionRounds(deps: McpServerDeps, caller: Caller | undefined, modern:
     if ('toolName' in via)
       return (
         (await publishedRefusal(published!, via, caller)) ??
-        published!.resume(caller!, state.workflowId, state.runId, answer, signal)
+        published!.resume(caller, state.workflowId, state.runId, answer, signal)
       );
     const args = { workflow_id: state.workflowId, run_id: state.runId, answer };
     return callTool(deps, resumeTool!, args, caller, { signal, log: () => Promise.resolve() });
@@ -348,26 +497,41 @@ function questionRounds(deps: McpServerDeps, caller: Caller | undefined, modern:
     });
   const keyFor = (prefix: string) => `${prefix}-${randomUUID().slice(0, 8)}`;
 
-  const enabled = Boolean(questions && published && caller && resumeTool);
+  const served = Boolean(questions && published && resumeTool);
+  // Questions are for a caller the wire authenticated: the state is sealed to them.
+  const enabled = (caller: Caller | undefined): caller is Caller => served && caller !== undefined;
   return {
     /** The tool's result, or its waiting run's question when the client can ask its user. */
-    async ask(result: CallToolResult, ctx: ServerContext): Promise<CallToolResult | InputRequiredResult> {
-      const waiting = enabled && asksForms(ctx) ? waitingRun(result) : undefined;
+    async ask(
+      result: CallToolResult,
+      ctx: ServerContext,
+      caller: Caller | undefined,
+    ): Promise<CallToolResult | InputRequiredResult> {
+      const waiting = enabled(caller) && asksForms(ctx) ? waitingRun(result) : undefined;
       if (!waiting) return result;
       const { workflowId, runId, question } = waiting;
       return ask({ kind: 'answer', workflowId, runId, question, key: keyFor('answer') }, ctx);
     },
 
     /** Asks what a published workflow should start from, when the client can ask its user (else nothing). */
-    async askInput(workflow: PublishedWorkflow, ctx: ServerContext): Promise<InputRequiredResult | undefined> {
-      if (!enabled || !asksForms(ctx)) return undefined;
+    async askInput(
+      workflow: PublishedWorkflow,
+      ctx: ServerContext,
+      caller: Caller | undefined,
+    ): Promise<InputRequiredResult | undefined> {
+      if (!enabled(caller) || !asksForms(ctx)) return undefined;
       const question = `What should "${workflow.title}" start from?`;
       return ask({ kind: 'input', workflowId: workflow.workflowId, question, key: keyFor('input') }, ctx);
     },
 
     /** A retry carrying the answer to a question asked earlier (nothing for a first call). */
-    async answered(ctx: ServerContext, via: ToolDefinition | PublishedWorkflow): Promise<Round> {
-      const state = enabled ? ctx.mcpReq.requestState<RunQuestion>() : undefined;
+    async answered(
+      ctx: ServerContext,
+      caller: Caller | undefined,
+      via: ToolDefinition | PublishedWorkflow,
+    ): Promise<Round> {
+      if (!enabled(caller)) return undefined;
+      const state = ctx.mcpReq.requestState<RunQuestion>();
       if (!state || typeof state !== 'object') return undefined;
       // The state belongs to the call that asked: another workflow's tool does not take it.
       if ('toolName' in via && via.workflowId !== state.workflowId) return undefined;
@@ -380,7 +544,7 @@ function questionRounds(deps: McpServerDeps, caller: Caller | undefined, modern:
         };
       }
       if (response.kind === 'declined') {
-        await published!.cancel(caller!, state.workflowId, state.runId).catch(() => undefined);
+        await published!.cancel(caller, state.workflowId, state.runId).catch(() => undefined);
         return {
           result: {
             content: [{ type: 'text', text: 'The question was declined, so the run was stopped.' }],
@@ -389,7 +553,9 @@ function questionRounds(deps: McpServerDeps, caller: Caller | undefined, modern:
           },
         };
       }
-      return { result: await this.ask(await resume(via, state, response.answer, ctx.mcpReq.signal), ctx) };
+      return {
+        result: await this.ask(await resume(via, caller, state, response.answer, ctx.mcpReq.signal), ctx, caller),
+      };
     },
   };
 }
