@@ -1,3 +1,4 @@
+import { BODY_ID } from './load.js';
 import { ADMIN } from './service.js';
 
 /**
@@ -51,6 +52,12 @@ export const bearer = (token: string) => ({ Authorization: `Bearer ${token}` });
 /** A JSON-RPC request body. */
 export const rpc = (id: number, method: string, params?: unknown) =>
   JSON.stringify({ jsonrpc: '2.0', id, method, ...(params !== undefined && { params }) });
+
+/** The same as a load target's `bodyTemplate`: the load generator gives each request an id of its own. */
+export const rpcTemplate = (method: string, params?: unknown): string =>
+  `{"jsonrpc":"2.0","id":${BODY_ID},"method":${JSON.stringify(method)}${
+    params === undefined ? '' : `,"params":${JSON.stringify(params)}`
+  }}`;
 
 /** The JSON-RPC messages of an answer sent as JSON or as server-sent events. */
 export function rpcMessages(text: string): { id?: unknown; result?: unknown; error?: unknown }[] {

@@ -7,9 +7,13 @@ import { baselineScript } from './compile.js';
 
 /**
  * Child processes of the benchmark: each server (the service and every baseline) runs in its own `node`, pinned to
- * core 0 while the load generator (this process) is pinned to core 1, preloaded with the memory probe, logging to
- * a file, and always stopped when the benchmark ends, fails or is interrupted.
+ * core 0 while the load generators (this process, and each wrk it starts) are pinned to core 1, preloaded with the
+ * memory probe, logging to a file, and always stopped when the benchmark ends, fails or is interrupted.
  */
+
+/** Where the servers run, and where the load comes from, when pinning. */
+export const SERVER_CORE = 0;
+export const LOAD_CORE = 1;
 
 /** The memory probe (bench/baselines/probe.ts, transpiled by compileBaselines). */
 const PROBE = pathToFileURL(baselineScript('probe')).href;
@@ -30,12 +34,24 @@ export function pinLoadGenerator(): Pinning {
   const taskset = findTaskset();
   if (!taskset) return { enabled: false, reason: 'taskset not found' };
   if (availableParallelism() < 2) return { enabled: false, reason: `only ${availableParallelism()} core` };
-  execFileSync(taskset, ['-a', '-cp', '1', String(process.pid)], { stdio: 'ignore' });
+  execFileSync(taskset, ['-a', '-cp', String(LOAD_CORE), String(process.pid)], { stdio: 'ignore' });
   pinning = { enabled: true };
   return pinning;
 }
 
 let pinning: Pinning = { enabled: false };
+
+/**
+ * A load generator's command line, under `taskset -c 1` when pinning. (A child inherits this process's affinity
+ * anyway; saying so keeps the pinning true if this process is ever left unpinned.)
+ */
+export function onLoadCore(command: string, args: string[]): { command: string; args: string[] } {
+  const taskset = pinning.enabled ? findTaskset() : undefined;
+  return taskset ? { command: taskset, args: ['-c', String(LOAD_CORE), command, ...args] } : { command, args };
+}
+
+/** Cores the load generators may use: the load core when pinning, else all of them. */
+export const loadCores = (): number => (pinning.enabled ? 1 : availableParallelism());
 
 export interface MemoryUsage {
   rss: number;
@@ -86,18 +102,24 @@ let nextProbeId = 0;
 export interface SpawnOptions {
   /** Arguments after `node` and its flags: a script and its arguments. */
   args: string[];
+  /** More flags for `node` itself (`--cpu-prof`, say), before the script. */
+  nodeFlags?: string[];
   env: Record<string, string | undefined>;
   logFile: string;
   cwd?: string;
 }
 
 /** Starts `node --expose-gc --import probe.mjs <args>` (under `taskset -c 0` when pinning), output to `logFile`. */
-export function spawnNode(name: string, { args, env, logFile, cwd }: SpawnOptions): Child {
-  const nodeArgs = ['--expose-gc', '--import', PROBE, ...args];
+export function spawnNode(name: string, { args, nodeFlags = [], env, logFile, cwd }: SpawnOptions): Child {
+  const nodeArgs = ['--expose-gc', ...nodeFlags, '--import', PROBE, ...args];
   const taskset = pinning.enabled ? findTaskset() : undefined;
   const log = openSync(logFile, 'a');
   const proc: ChildProcess = taskset
-    ? spawn(taskset, ['-c', '0', process.execPath, ...nodeArgs], { env, cwd, stdio: ['ignore', log, log, 'ipc'] })
+    ? spawn(taskset, ['-c', String(SERVER_CORE), process.execPath, ...nodeArgs], {
+        env,
+        cwd,
+        stdio: ['ignore', log, log, 'ipc'],
+      })
     : spawn(process.execPath, nodeArgs, { env, cwd, stdio: ['ignore', log, log, 'ipc'] });
   closeSync(log);
   if (proc.pid === undefined) throw new Error(`could not start ${name}`);

@@ -2,9 +2,18 @@ import { writeFileSync } from 'node:fs';
 import { type Stats, failures } from './load.js';
 
 /**
- * What each case found: one row per target, printed as a table and written to bench/results.json. `pass` is null
- * for figures reported without a target and for cases that could not run here (their reason is printed).
+ * What each case found: one row per target, printed as a table (or as JSON, `--json`) and written to
+ * bench/results.json. `pass` is null for figures reported without a target and for cases that could not run here
+ * (their reason is printed).
  */
+
+/** What a load measured: 2xx answers per second, and latency percentiles in milliseconds. */
+export interface Figures {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
 export interface Row {
   section: string;
   name: string;
@@ -15,12 +24,15 @@ export interface Row {
   /** Human-readable, e.g. `ratio >= 0.9` or `value <= 120 MB`; null when only reported. */
   target: string | null;
   pass: boolean | null;
-  /** Latencies behind a throughput figure, for the table. */
-  latency?: { p50: number; p99: number };
+  /** The load behind a figure, ours and the baseline's, where one was measured. */
+  load?: Figures;
+  baselineLoad?: Figures;
   note?: string;
 }
 
 export type Rows = Row[];
+
+export const figures = ({ rps, p50, p99 }: Stats): Figures => ({ rps, p50, p99 });
 
 const problems = (...stats: Stats[]): string | undefined => {
   const bad = stats.reduce((n, s) => n + failures(s), 0);
@@ -47,22 +59,29 @@ export function throughputRow(
     ratio,
     target: min === null ? null : `ratio >= ${min}`,
     pass: trouble ? false : min === null ? null : ratio >= min,
-    latency: { p50: subject.p50, p99: subject.p99 },
+    load: figures(subject),
+    baselineLoad: figures(baseline),
     ...((trouble ?? note) && { note: [trouble, note].filter(Boolean).join('; ') }),
   };
 }
 
-/** p99/p50 of a load, against the same of its baseline; passing at `<= max`. */
+/**
+ * p99/p50 of a load, against the same of its baseline; passing at `<= max`, and with `maxP99` also only while the
+ * p99 itself stays at or under that many milliseconds.
+ */
 export function tailRow(
   section: string,
   name: string,
   subject: Stats,
   baseline: Stats | null,
   max: number | null,
+  maxP99?: number,
 ): Row {
   const value = subject.p99 / subject.p50;
   const base = baseline ? baseline.p99 / baseline.p50 : null;
   const trouble = problems(subject, ...(baseline ? [baseline] : []));
+  const bounds = [max !== null && `value <= ${max}`, maxP99 !== undefined && `p99 <= ${maxP99} ms`].filter(Boolean);
+  const met = (max === null || value <= max) && (maxP99 === undefined || subject.p99 <= maxP99);
   return {
     section,
     name,
@@ -70,10 +89,28 @@ export function tailRow(
     unit: 'x',
     baseline: base,
     ratio: base === null ? null : value / base,
-    target: max === null ? null : `value <= ${max}`,
-    pass: trouble ? false : max === null ? null : value <= max,
-    latency: { p50: subject.p50, p99: subject.p99 },
+    target: bounds.length === 0 ? null : bounds.join(' and '),
+    pass: trouble ? false : bounds.length === 0 ? null : met,
+    load: figures(subject),
+    ...(baseline && { baselineLoad: figures(baseline) }),
     ...(trouble && { note: trouble }),
+  };
+}
+
+/** A load's req/s and latencies, reported without a baseline or a target (failing only on errors). */
+export function loadRow(section: string, name: string, subject: Stats, note?: string): Row {
+  const trouble = problems(subject);
+  return {
+    section,
+    name,
+    value: subject.rps,
+    unit: 'req/s',
+    baseline: null,
+    ratio: null,
+    target: null,
+    pass: trouble ? false : null,
+    load: figures(subject),
+    ...((trouble ?? note) && { note: [trouble, note].filter(Boolean).join('; ') }),
   };
 }
 
@@ -144,9 +181,9 @@ export function printTable(rows: Rows, out: (text: string) => void): void {
   const cells = (row: Row): string[] => [
     row.name,
     fmt(row.value, row.unit),
-    fmt(row.latency?.p50),
-    fmt(row.latency?.p99),
-    row.latency ? fmt(row.latency.p99 / row.latency.p50) : '-',
+    fmt(row.load?.p50),
+    fmt(row.load?.p99),
+    row.load ? fmt(row.load.p99 / row.load.p50) : '-',
     fmt(row.baseline, row.unit),
     fmt(row.ratio),
     row.target ?? '-',
@@ -169,16 +206,31 @@ export function printTable(rows: Rows, out: (text: string) => void): void {
     out('\nNotes\n');
     for (const row of notes) out(`  ${row.name}: ${row.note}\n`);
   }
-  const targeted = rows.filter((row) => row.target !== null || row.pass === false);
-  const met = targeted.filter((row) => row.pass === true).length;
-  const skipped = rows.filter((row) => row.value === null && row.pass === null).length;
-  out(`\n${met} of ${targeted.length} targets met${skipped > 0 ? ` (${skipped} case(s) could not run here)` : ''}\n`);
+  const { met, targeted, notRun } = summarize(rows);
+  out(`\n${met} of ${targeted} targets met${notRun > 0 ? ` (${notRun} case(s) could not run here)` : ''}\n`);
 }
 
-/** bench/results.json: `{ name, value, unit, baseline, ratio, target, pass }` per row. */
-export function writeResults(rows: Rows, file: string): void {
-  const round = (v: number | null) => (v === null || !Number.isFinite(v) ? null : Math.round(v * 1000) / 1000);
-  const results = rows.map((row) => ({
+/** Targets met, targets set (a broken case counts as one missed), and cases that could not run here. */
+export function summarize(rows: Rows): { met: number; targeted: number; notRun: number } {
+  const targeted = rows.filter((row) => row.target !== null || row.pass === false);
+  return {
+    met: targeted.filter((row) => row.pass === true).length,
+    targeted: targeted.length,
+    notRun: rows.filter((row) => row.value === null && row.pass === null).length,
+  };
+}
+
+const round = (v: number | null | undefined): number | null =>
+  v === null || v === undefined || !Number.isFinite(v) ? null : Math.round(v * 1000) / 1000;
+
+/**
+ * A row as JSON, in bench/results.json and in `--json`: `name` (section: case), `value`, `unit`, `baseline`,
+ * `ratio`, `target`, `pass` as always; the load behind it, ours (`rps`, `p50`, `p99`) and the baseline's
+ * (`baselineRps`, `baselineP50`, `baselineP99`), each null where not measured (milliseconds, 2xx answers per
+ * second); `section`, `case` and `note`.
+ */
+export function rowJson(row: Row) {
+  return {
     name: `${row.section}: ${row.name}`,
     value: round(row.value),
     unit: row.unit,
@@ -186,6 +238,19 @@ export function writeResults(rows: Rows, file: string): void {
     ratio: round(row.ratio),
     target: row.target,
     pass: row.pass,
-  }));
-  writeFileSync(file, `${JSON.stringify(results, null, 2)}\n`);
+    rps: round(row.load?.rps),
+    p50: round(row.load?.p50),
+    p99: round(row.load?.p99),
+    baselineRps: round(row.baselineLoad?.rps),
+    baselineP50: round(row.baselineLoad?.p50),
+    baselineP99: round(row.baselineLoad?.p99),
+    section: row.section,
+    case: row.name,
+    note: row.note ?? null,
+  };
+}
+
+/** bench/results.json: one `rowJson` per row. */
+export function writeResults(rows: Rows, file: string): void {
+  writeFileSync(file, `${JSON.stringify(rows.map(rowJson), null, 2)}\n`);
 }

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { copyFileSync, existsSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { type Child, freePort, run, spawnNode } from './processes.js';
@@ -7,7 +7,9 @@ import { type Child, freePort, run, spawnNode } from './processes.js';
 /**
  * The service under test: the built `dist/src/main.js serve`, a child process on its embedded defaults (SQLite in
  * a file, in-process sessions, embedded authorization, offline model), logging at info level to a file so that
- * logging is paid for, with the MCP rate limits and stream caps raised out of the benchmark's way.
+ * logging is paid for, with the MCP rate limits and stream caps raised out of the benchmark's way. With
+ * `profileServices`, every instance runs under `node --cpu-prof` and writes its profile when stopped (SIGTERM: the
+ * service drains and exits, and Node writes the profile on exit).
  */
 
 export const ROOT = fileURLToPath(new URL('../', import.meta.url));
@@ -44,6 +46,25 @@ async function migratedDatabase(file: string): Promise<void> {
 }
 
 let template: string | undefined;
+let profileDir: string | undefined;
+let profiled = 0;
+
+/** From now on, every service instance (but the template's) writes a CPU profile into `dir`. */
+export function profileServices(dir: string): void {
+  mkdirSync(dir, { recursive: true });
+  profileDir = dir;
+}
+
+/** `node --cpu-prof` flags for one instance: `<dir>/<nn>-<name>.cpuprofile`, in the order they started. */
+function profileFlags(name: string): string[] {
+  if (!profileDir) return [];
+  profiled += 1;
+  return [
+    '--cpu-prof',
+    `--cpu-prof-dir=${profileDir}`,
+    `--cpu-prof-name=${String(profiled).padStart(2, '0')}-${name}.cpuprofile`,
+  ];
+}
 
 /**
  * A database of its own for one service instance: a copy of a template that was migrated and started once, so
@@ -54,7 +75,7 @@ export async function freshDatabase(dir: string, name: string): Promise<string> 
   if (!template) {
     const file = join(dir, 'template.db');
     await migratedDatabase(file);
-    const first = await startService({ name: 'template', database: file, logDir: dir });
+    const first = await startService({ name: 'template', database: file, logDir: dir, profile: false });
     await first.stop();
     template = file;
   }
@@ -79,17 +100,26 @@ export interface StartOptions {
   database: string;
   logDir: string;
   env?: Record<string, string>;
+  /** Under `node --cpu-prof` when profiling (`profileServices`); true unless said otherwise. */
+  profile?: boolean;
 }
 
 /**
  * Starts the service on free loopback ports (chosen here and passed as PORT, PLAYGROUND_PORT and BUILDER_PORT, so
  * that nothing has to be read back from its logs) and waits until /health/ready answers 200.
  */
-export async function startService({ name, database, logDir, env = {} }: StartOptions): Promise<Service> {
+export async function startService({
+  name,
+  database,
+  logDir,
+  env = {},
+  profile = true,
+}: StartOptions): Promise<Service> {
   const [main, playground, builder] = [await freePort(), await freePort(), await freePort()];
   const began = performance.now();
   const child = spawnNode(name, {
     args: [MAIN, 'serve'],
+    nodeFlags: profile ? profileFlags(name) : [],
     cwd: ROOT,
     logFile: join(logDir, `${name}.log`),
     env: serviceEnv(database, {

@@ -97,7 +97,7 @@ export async function chatFirstTokenRow(ctx: Context): Promise<Row> {
       }
       const overhead = p50(ours) - p50(theirs);
       return {
-        ...valueRow(SECTION, name, overhead, 'ms', 5, {
+        ...valueRow(SECTION, name, overhead, 'ms', 3, {
           baseline: p50(theirs),
           note: `through the service p50 ${p50(ours).toFixed(2)} ms, straight to the model p50 ${p50(theirs).toFixed(2)} ms (${turns} turns each); baseline column = direct`,
         }),

@@ -9,6 +9,7 @@ import {
   checkToolCall,
   openMcpSession,
   rpc,
+  rpcTemplate,
 } from '../client.js';
 import type { Context } from '../context.js';
 import { type Target, interleavedRounds, runLoad } from '../load.js';
@@ -45,8 +46,8 @@ async function cpuPerCall(target: Target, seconds: number, children: Child[]): P
   return [...perCall, stats.ok];
 }
 
-let nextId = 1_000;
-const toolCall = (tool: { name: string; arguments: unknown }) => () => rpc(nextId++, 'tools/call', tool);
+/** A `tools/call` body whose JSON-RPC id the load generator sets per request (ids must not repeat in a session). */
+const toolCall = (tool: { name: string; arguments: unknown }) => rpcTemplate('tools/call', tool);
 
 export async function connectedToolRows(ctx: Context): Promise<Rows> {
   const token = randomBytes(24).toString('base64url');
@@ -97,7 +98,7 @@ export async function connectedToolRows(ctx: Context): Promise<Rows> {
       const refused = await fetch(upstreamMcp, {
         method: 'POST',
         headers: { ...directSession, Authorization: 'Bearer wrong' },
-        body: toolCall(ECHO)(),
+        body: rpc(2, 'tools/call', ECHO),
       });
       await refused.arrayBuffer();
       if (refused.status !== 401) throw new Error(`the upstream answered ${refused.status} to a wrong token, not 401`);
@@ -110,7 +111,7 @@ export async function connectedToolRows(ctx: Context): Promise<Rows> {
         url: upstreamMcp,
         method: 'POST',
         headers: directSession,
-        makeBody: toolCall(ECHO),
+        bodyTemplate: toolCall(ECHO),
         connections: C,
       };
       const gateway: Target = {
@@ -118,7 +119,7 @@ export async function connectedToolRows(ctx: Context): Promise<Rows> {
         url: mcp,
         method: 'POST',
         headers: serviceSession,
-        makeBody: toolCall(GATEWAY_ECHO),
+        bodyTemplate: toolCall(GATEWAY_ECHO),
         connections: C,
       };
       const own: Target = {
@@ -126,7 +127,7 @@ export async function connectedToolRows(ctx: Context): Promise<Rows> {
         url: mcp,
         method: 'POST',
         headers: serviceSession,
-        makeBody: toolCall(OWN_TOOL),
+        bodyTemplate: toolCall(OWN_TOOL),
         connections: C,
       };
       ctx.log(

@@ -1,7 +1,7 @@
 import { adminToken, bearer, checkOk } from '../client.js';
 import type { Context } from '../context.js';
 import { type Stats, type Target, failures, interleavedRounds } from '../load.js';
-import { type Row, throughputRow, valueRow } from '../report.js';
+import { type Row, figures, throughputRow, valueRow } from '../report.js';
 import { seedScimUsers } from '../seed.js';
 import { type Service, freshDatabase, startService } from '../service.js';
 
@@ -88,7 +88,8 @@ async function measure(ctx: Context, big: Service, little: Service, users: numbe
         }),
         ...(bad > 0 && { failed: `${bad} errors/non-2xx answers` }),
       }),
-      latency: { p50: s(t).p50, p99: s(t).p99 },
+      load: figures(s(t)),
+      ...(transport && { baselineLoad: figures(transport) }),
     };
   };
   return [

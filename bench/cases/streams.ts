@@ -76,7 +76,7 @@ export async function sseStreamsRow(
     const withStreams = await rssAfterGc(service.child);
     const perStream = ((withStreams - before) * 1024) / count;
     const projected = before + ((withStreams - before) * STATED) / count;
-    return valueRow(SECTION, name, projected, 'MB', 400, {
+    return valueRow(SECTION, name, projected, 'MB', 300, {
       baseline: before,
       note: `${count} streams opened in ${seconds.toFixed(1)} s; RSS ${before.toFixed(1)} MB before, ${withStreams.toFixed(1)} MB with them (${perStream.toFixed(1)} KB per stream); baseline column = RSS before`,
     });

@@ -1,13 +1,27 @@
-import { JSON_HEADERS, MCP_ACCEPT, bearer, checkOk, checkToolCall, openMcpSession, rpc } from '../client.js';
+import {
+  JSON_HEADERS,
+  MCP_ACCEPT,
+  adminToken,
+  bearer,
+  checkOk,
+  checkToolCall,
+  openMcpSession,
+  rpc,
+  rpcMessages,
+  rpcTemplate,
+} from '../client.js';
 import type { Context } from '../context.js';
 import { type Stats, type Target, interleavedRounds } from '../load.js';
-import { type Rows, tailRow, throughputRow } from '../report.js';
-import type { Service } from '../service.js';
+import { type Rows, loadRow, tailRow, throughputRow } from '../report.js';
+import { type Service, freshDatabase, startService } from '../service.js';
 
 /**
  * Request throughput of the service's hot paths against the baseline that does the least the same request needs,
  * all measured in interleaved rounds in one pass: MCP `tools/call` in a stateful streamable HTTP session (Bearer
- * JWT and X-API-Key, at 50 and 1 connections) against the bare SDK server's no-op tool; the REST-style
+ * JWT and X-API-Key, at 50 and 1 connections) against the bare SDK server's no-op tool, on the service as started
+ * (`MCP_HTTP_TRANSPORT` unset: the native transport) and, Bearer at 50 connections, on a second instance started
+ * with `MCP_HTTP_TRANSPORT=sdk` (the SDK's transport) against the same baseline; `tools/list` at 50 connections
+ * (reported); the 2026-07-28 revision's stateless `tools/call` against a bare `createMcpHandler`; the REST-style
  * `POST /mcp/tools/call` against a raw node:http POST; `GET /auth/me`, `GET /health/live` and the playground and
  * builder listings against an express hello route. Then p99/p50 at 50 connections for each.
  */
@@ -16,9 +30,8 @@ import type { Service } from '../service.js';
 const TOOL = { name: 'conversation_search', arguments: { query: 'benchmark', limit: 1 } };
 const NOOP = { name: 'noop', arguments: { query: 'benchmark' } };
 
-let nextId = 1_000;
-/** Each request of a session needs its own JSON-RPC id: the SDK routes answers by id. */
-const toolCall = (tool: { name: string; arguments: unknown }) => () => rpc(nextId++, 'tools/call', tool);
+/** Each request of a session needs its own JSON-RPC id (the SDK routes answers by id): the load generator sets it. */
+const toolCall = (tool: { name: string; arguments: unknown }) => rpcTemplate('tools/call', tool);
 
 /** The 2026-07-28 revision: no session; every request carries its revision, client and capabilities. */
 const MODERN = '2026-07-28';
@@ -34,8 +47,8 @@ const modernHeaders = (tool: { name: string }) => ({
   'Mcp-Method': 'tools/call',
   'Mcp-Name': tool.name,
 });
-const modernCall = (tool: { name: string; arguments: unknown }) => () =>
-  rpc(nextId++, 'tools/call', { ...tool, _meta: ENVELOPE });
+const modernCall = (tool: { name: string; arguments: unknown }) =>
+  rpcTemplate('tools/call', { ...tool, _meta: ENVELOPE });
 
 export interface Credentials {
   token: string;
@@ -47,14 +60,37 @@ const SECTION_MODERN =
   'MCP tools/call, 2026-07-28 revision (stateless), vs bare SDK createMcpHandler (no auth, no-op tool)';
 const SECTION_HTTP = 'HTTP routes vs baselines (express hello, raw node:http)';
 const SECTION_TAIL = 'Tail latency at 50 connections: p99/p50';
+/** MCP `tools/call` at 50 connections: p99/p50 at most 4, and p99 at most 100 ms. */
+const MCP_TAIL = { ratio: 4, p99Ms: 100 };
 
 export interface ThroughputResult {
   rows: Rows;
   stats: Map<string, Stats>;
 }
 
+/**
+ * Starts a second instance with `MCP_HTTP_TRANSPORT=sdk` on a database of its own for the time of the case (only
+ * this case pays for it), then measures.
+ */
 export async function throughputCases(ctx: Context, service: Service, creds: Credentials): Promise<ThroughputResult> {
+  const database = await freshDatabase(ctx.tmp, 'main-sdk-transport');
+  const sdk = await startService({
+    name: 'service-sdk-transport',
+    database,
+    logDir: ctx.logDir,
+    env: { MCP_HTTP_TRANSPORT: 'sdk' },
+  });
+  try {
+    ctx.log(`service with MCP_HTTP_TRANSPORT=sdk ready in ${sdk.startupMs.toFixed(0)} ms at ${sdk.main}`);
+    return await measure(ctx, service, sdk, creds);
+  } finally {
+    await sdk.stop();
+  }
+}
+
+async function measure(ctx: Context, service: Service, sdk: Service, creds: Credentials): Promise<ThroughputResult> {
   const mcp = `${service.main}/mcp`;
+  const sdkMcp = `${sdk.main}/mcp`;
   const bareMcp = `${ctx.bareMcp.url}/mcp`;
   const bareModern = `${ctx.bareMcpModern.url}/mcp`;
   const auth = bearer(creds.token);
@@ -70,9 +106,15 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
   const bearerSession = await session(mcp, auth);
   const keySession = await session(mcp, key);
   const bareSession = await session(bareMcp, {});
+  const sdkSession = await session(sdkMcp, bearer(await adminToken(sdk.main)));
   await checkToolCall(mcp, bearerSession, TOOL.name, TOOL.arguments);
   await checkToolCall(mcp, keySession, TOOL.name, TOOL.arguments);
+  await checkToolCall(sdkMcp, sdkSession, TOOL.name, TOOL.arguments);
   await checkToolCall(bareMcp, bareSession, NOOP.name, NOOP.arguments);
+  const listed = rpcMessages(
+    await checkOk('MCP tools/list', mcp, { method: 'POST', headers: bearerSession, body: rpc(1, 'tools/list', {}) }),
+  ).find((m) => m.id === 1)?.result as { tools?: unknown[] } | undefined;
+  if (!listed?.tools?.length) throw new Error('MCP tools/list answered no tools');
   const modernService = { ...auth, ...modernHeaders(TOOL) };
   const modernBare = modernHeaders(NOOP);
   await checkToolCall(mcp, modernService, TOOL.name, { ...TOOL.arguments }, ENVELOPE);
@@ -132,6 +174,14 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
     },
     bare50: { name: 'bare SDK c=50', url: bareMcp, method: 'POST', headers: bareSession, connections: c50 },
     bearer50: { name: 'service Bearer c=50', url: mcp, method: 'POST', headers: bearerSession, connections: c50 },
+    sdk50: {
+      name: 'service (MCP_HTTP_TRANSPORT=sdk) Bearer c=50',
+      url: sdkMcp,
+      method: 'POST',
+      headers: sdkSession,
+      connections: c50,
+    },
+    list50: { name: 'service tools/list c=50', url: mcp, method: 'POST', headers: bearerSession, connections: c50 },
     key50: { name: 'service X-API-Key c=50', url: mcp, method: 'POST', headers: keySession, connections: c50 },
     bare1: { name: 'bare SDK c=1', url: bareMcp, method: 'POST', headers: bareSession, connections: 1 },
     bearer1: { name: 'service Bearer c=1', url: mcp, method: 'POST', headers: bearerSession, connections: 1 },
@@ -145,7 +195,7 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
     },
     modern50: { name: 'service 2026 Bearer c=50', url: mcp, method: 'POST', headers: modernService, connections: c50 },
   } satisfies Record<string, Target>;
-  const withBody = (target: Target, body: () => string): Target => ({ ...target, makeBody: body });
+  const withBody = (target: Target, bodyTemplate: string): Target => ({ ...target, bodyTemplate });
   const order: Target[] = [
     targets.express,
     targets.me,
@@ -157,7 +207,9 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
     targets.rest,
     withBody(targets.bare50, toolCall(NOOP)),
     withBody(targets.bearer50, toolCall(TOOL)),
+    withBody(targets.sdk50, toolCall(TOOL)),
     withBody(targets.key50, toolCall(TOOL)),
+    withBody(targets.list50, rpcTemplate('tools/list', {})),
     withBody(targets.bare1, toolCall(NOOP)),
     withBody(targets.bearer1, toolCall(TOOL)),
     withBody(targets.key1, toolCall(TOOL)),
@@ -172,11 +224,20 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
 
   const rows: Rows = [
     throughputRow(SECTION_MCP, 'Bearer JWT, c=50', s(targets.bearer50), s(targets.bare50), 1.0),
+    throughputRow(
+      SECTION_MCP,
+      'Bearer JWT, c=50, MCP_HTTP_TRANSPORT=sdk',
+      s(targets.sdk50),
+      s(targets.bare50),
+      1.0,
+      'a second instance, started with MCP_HTTP_TRANSPORT=sdk',
+    ),
     throughputRow(SECTION_MCP, 'X-API-Key, c=50', s(targets.key50), s(targets.bare50), 1.0),
     throughputRow(SECTION_MCP, 'Bearer JWT, c=1', s(targets.bearer1), s(targets.bare1), 1.0),
     throughputRow(SECTION_MCP, 'X-API-Key, c=1', s(targets.key1), s(targets.bare1), 1.0),
     throughputRow(SECTION_MCP, 'bare SDK (baseline), c=50', s(targets.bare50), s(targets.bare50), null),
-    throughputRow(SECTION_MODERN, 'Bearer JWT, c=50', s(targets.modern50), s(targets.modernBare50), null),
+    loadRow(SECTION_MCP, 'tools/list, Bearer JWT, c=50 (reported)', s(targets.list50)),
+    throughputRow(SECTION_MODERN, 'Bearer JWT, c=50', s(targets.modern50), s(targets.modernBare50), 1.0),
     throughputRow(SECTION_MODERN, 'bare SDK (baseline), c=50', s(targets.modernBare50), s(targets.modernBare50), null),
     throughputRow(
       SECTION_MODERN,
@@ -200,9 +261,12 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
     throughputRow(SECTION_HTTP, 'raw node:http GET (baseline)', s(targets.rawGet), s(targets.express), null),
     throughputRow(SECTION_HTTP, 'raw node:http POST (baseline)', s(targets.rawPost), s(targets.express), null),
   ];
-  const tails: [string, Target, Target | null, number | null][] = [
-    ['MCP tools/call Bearer', targets.bearer50, targets.bare50, 4],
-    ['MCP tools/call X-API-Key', targets.key50, targets.bare50, 4],
+  const tails: [string, Target, Target | null, number | null, number?][] = [
+    ['MCP tools/call Bearer', targets.bearer50, targets.bare50, MCP_TAIL.ratio, MCP_TAIL.p99Ms],
+    ['MCP tools/call Bearer, MCP_HTTP_TRANSPORT=sdk', targets.sdk50, targets.bare50, MCP_TAIL.ratio, MCP_TAIL.p99Ms],
+    ['MCP tools/call X-API-Key', targets.key50, targets.bare50, MCP_TAIL.ratio, MCP_TAIL.p99Ms],
+    ['MCP tools/call 2026-07-28 Bearer', targets.modern50, targets.modernBare50, MCP_TAIL.ratio, MCP_TAIL.p99Ms],
+    ['MCP tools/list Bearer (reported)', targets.list50, null, null],
     ['POST /mcp/tools/call', targets.rest, targets.rawPost, 4],
     ['GET /auth/me', targets.me, targets.express, 4],
     ['GET /health/live', targets.live, targets.express, 4],
@@ -213,7 +277,7 @@ export async function throughputCases(ctx: Context, service: Service, creds: Cre
     ['raw node:http GET (baseline)', targets.rawGet, null, null],
     ['raw node:http POST (baseline)', targets.rawPost, null, null],
   ];
-  for (const [name, subject, baseline, max] of tails)
-    rows.push(tailRow(SECTION_TAIL, name, s(subject), baseline && s(baseline), max));
+  for (const [name, subject, baseline, max, maxP99] of tails)
+    rows.push(tailRow(SECTION_TAIL, name, s(subject), baseline && s(baseline), max, maxP99));
   return { rows, stats };
 }
