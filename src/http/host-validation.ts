@@ -2,6 +2,8 @@ import type { RequestHandler } from 'express';
 import { CommonErrorCode, ForbiddenError } from '../errors.js';
 
 const LOOPBACK_HOSTS = new Set(['localhost', '127.0.0.1', '[::1]', '::1']);
+/** Host headers whose answer is kept; beyond it the list starts afresh (a client may send any Host it likes). */
+const KNOWN_HOSTS_LIMIT = 64;
 
 function hostnameOf(value: string): string | undefined {
   try {
@@ -30,8 +32,19 @@ export function hostPolicy(listenHost: string, publicUrl: string): HostPolicy | 
   const publicHost = hostnameOf(publicUrl);
   if (publicHost) allowed.add(publicHost);
   const ok = (name: string | undefined) => name !== undefined && allowed.has(name);
+  // Every request names a Host, nearly always one of a few: each is parsed as a URL once, not once per request.
+  const hosts = new Map<string, boolean>();
   return {
-    hostAllowed: (host) => host === undefined || ok(hostnameOf(host)),
+    hostAllowed: (host) => {
+      if (host === undefined) return true;
+      let answer = hosts.get(host);
+      if (answer === undefined) {
+        answer = ok(hostnameOf(host));
+        if (hosts.size >= KNOWN_HOSTS_LIMIT) hosts.clear();
+        hosts.set(host, answer);
+      }
+      return answer;
+    },
     originAllowed: (origin) =>
       origin === undefined || origin === 'null' ? origin === undefined : ok(hostnameOf(origin)),
   };

@@ -11,6 +11,7 @@ import { refuseNulInBody, refuseNulInUrl } from './nul-text.js';
 import { ErrorAreas, errorHandler, notFoundHandler } from './render-errors.js';
 import { requestContext } from './request-context.js';
 import { type RouteGroup, mountRoutes } from './route.js';
+import { boundedTurns } from './turns.js';
 
 export type ListenerName = 'main' | 'playground' | 'builder';
 
@@ -115,8 +116,8 @@ export class HttpListener {
     readonly name: ListenerName,
     app: express.Express,
   ) {
-    this.server = createServer(app);
-    // Runs after the app has taken the request, before any response is written.
+    this.server = createServer(boundedTurns(app));
+    // Runs after the app has taken the request (or queued it for a later turn), before any response is written.
     this.server.on('request', (_req, res: ServerResponse) => {
       if (this.#draining) {
         HttpListener.#closeAfter(res);

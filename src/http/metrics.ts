@@ -1,5 +1,6 @@
 import type { Request, RequestHandler } from 'express';
 import client from 'prom-client';
+import { arrivalOf } from './turns.js';
 
 /** Metrics of one app instance: its own registry, so several apps (tests) never share counters. */
 export interface Metrics {
@@ -52,7 +53,7 @@ export function createMetrics(): Metrics {
     return found;
   };
   const httpMiddleware: RequestHandler = (req, res, next) => {
-    const started = performance.now();
+    const started = arrivalOf(req) ?? performance.now();
     res.once('finish', () => {
       const listener = typeof res.locals.listener === 'string' ? res.locals.listener : 'main';
       const { count, time } = seriesOf(listener, req.method, routeLabel(req, res.locals), String(res.statusCode));

@@ -4,6 +4,7 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from '../logger.js';
 import type { ClientInfo } from '../ports/caller.js';
+import { arrivalOf } from './turns.js';
 
 declare module 'node:http' {
   interface IncomingMessage {
@@ -75,8 +76,12 @@ export function currentRequest(): RequestScope | undefined {
  * prints it, one log call.
  */
 export function requestContext(logger: Logger, listener: string): RequestHandler {
+  // The finished request's line carries the listener from its bindings, serialised once here, and nothing but the
+  // id, method, status, time and route pattern: none of what the redaction paths name, so it skips the redaction
+  // pass, which cloned every line's `req` to look for headers that are never there.
+  const lines = logger.child({ listener }, { redact: [] });
   return (req, res, next) => {
-    const started = Date.now();
+    const started = arrivalOf(req) ?? performance.now();
     const given = req.headers['x-request-id'];
     const id = typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
     req.id = id;
@@ -88,14 +93,13 @@ export function requestContext(logger: Logger, listener: string): RequestHandler
     });
     res.once('finish', () => {
       const level = levelOf(req, res);
-      if (!logger.isLevelEnabled(level)) return;
+      if (!lines.isLevelEnabled(level)) return;
       const failed = res.statusCode >= 500;
-      logger[level](
+      lines[level](
         {
-          listener,
           req: { id, method: req.method },
           res: { statusCode: res.statusCode },
-          responseTime: Date.now() - started,
+          responseTime: Math.round(performance.now() - started),
           url: loggedUrl(req, res),
         },
         failed ? 'request errored' : 'request completed',

@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomFillSync } from 'node:crypto';
 import type { EventId, EventStore, StreamId } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 
@@ -24,6 +24,22 @@ const eventAfter = (stream: Stream, seq: number) => stream.events.find((e) => e.
 
 /** 128 bits, base64url: 22 characters. */
 const TOKEN_BYTES = 16;
+/**
+ * Random bytes for tokens, drawn from the CSPRNG 4 KiB at a time: every POST opens a stream, and a call into the
+ * CSPRNG per stream cost more than storing its event.
+ */
+const pool = Buffer.allocUnsafe(TOKEN_BYTES * 256);
+let drawn = pool.length;
+
+function randomToken(): string {
+  if (drawn === pool.length) {
+    randomFillSync(pool);
+    drawn = 0;
+  }
+  drawn += TOKEN_BYTES;
+  return pool.toString('base64url', drawn - TOKEN_BYTES, drawn);
+}
+
 const ID = /^([A-Za-z0-9_-]{22})\.([0-9a-z]{1,10})$/;
 
 /**
@@ -62,9 +78,7 @@ export class BoundedEventStore {
     return {
       // A message sent as the session ends (a tool call finishing) is not kept for a session that will not resume.
       storeEvent: (streamId, message) =>
-        Promise.resolve(
-          ended ? `${randomBytes(TOKEN_BYTES).toString('base64url')}.0` : this.#store(scope, streamId, message),
-        ),
+        Promise.resolve(ended ? `${randomToken()}.0` : this.#store(scope, streamId, message)),
       getStreamIdForEventId: (eventId) => Promise.resolve(this.#find(scope, eventId)?.stream.streamId),
       replayEventsAfter: (eventId, { send }) => this.#replay(scope, eventId, send),
       drop: () => {
@@ -84,7 +98,7 @@ export class BoundedEventStore {
     if (stream) {
       this.#streams.delete(stream.token);
     } else {
-      stream = { scope, streamId, token: randomBytes(TOKEN_BYTES).toString('base64url'), events: [], next: 0 };
+      stream = { scope, streamId, token: randomToken(), events: [], next: 0 };
       streams.set(streamId, stream);
     }
     this.#streams.set(stream.token, stream);
@@ -124,7 +138,7 @@ export class BoundedEventStore {
     send: (eventId: EventId, message: JSONRPCMessage) => Promise<void>,
   ): Promise<StreamId> {
     const found = this.#find(scope, eventId);
-    if (!found) return `_gone_${randomBytes(TOKEN_BYTES).toString('base64url')}`;
+    if (!found) return `_gone_${randomToken()}`;
     const { stream } = found;
     // Read afresh after each send: events stored while replaying are sent too.
     let event = eventAfter(stream, found.seq);

@@ -71,6 +71,7 @@ export function degradableSessionStore(
     },
     // Asked only once a credential's session is gone: in an outage that cannot be told, so 503 like the read.
     evicted: (id) => outage.run(() => inner.evicted(id)),
+    epoch: () => outage.connections,
   };
 }
 

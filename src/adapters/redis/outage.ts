@@ -35,6 +35,7 @@ export interface OutageOptions {
  */
 export class RedisOutage {
   readonly #breaker: CircuitBreaker;
+  #connections = 0;
 
   constructor(private readonly options: OutageOptions) {
     this.#breaker = new CircuitBreaker({
@@ -61,8 +62,14 @@ export class RedisOutage {
     return this.#breaker.reached && since !== undefined && this.options.now() - since < graceMs;
   }
 
+  /** How many times the connection to Redis has become ready: the server may have restarted in between. */
+  get connections(): number {
+    return this.#connections;
+  }
+
   /** The connection is up again: calls may try at once instead of waiting out the cool-down. */
   reconnected(): void {
+    this.#connections += 1;
     this.#breaker.retryNow();
   }
 

@@ -67,4 +67,10 @@ export interface SessionStore {
    * expiry as they stood at eviction); undefined for any other id. Deleting a session does not forget this.
    */
   evicted(id: string): Promise<EvictedSession | undefined>;
+  /**
+   * Changes whenever the store may have lost sessions without being told (a new connection to a Redis server, which
+   * may have restarted empty): a caller that keeps sessions it read for a while drops those read before a change.
+   * Absent for a store that cannot lose them (the in-process one).
+   */
+  readonly epoch?: () => number;
 }

@@ -1,5 +1,6 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
+import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { CounterStore } from '../../adapters/counters/port.js';
 import type { SessionRecord, SessionStore } from '../../adapters/session-store/port.js';
 import type { Config } from '../../config.js';
@@ -55,6 +56,16 @@ const INVALID_CREDENTIALS = 'Invalid username or password';
 /** For calls made without an HTTP client behind them. */
 /** Session use is recorded at most this often, so that every request does not write to the store. */
 const TOUCH_EVERY_MS = 60_000;
+/**
+ * How long a session read from the store vouches for the access tokens that name it, so that a client's burst of
+ * requests costs one store read (a Redis round trip when sessions live there), not one each. Ending a session
+ * forgets it at once on this instance and, through the broadcast, on the others; should a broadcast be lost, this
+ * is how long another instance may still accept the session's tokens.
+ */
+const SESSION_CACHE_MS = 1_000;
+const SESSION_CACHE_LIMIT = 10_000;
+/** Where instances tell each other of ended sessions: `session:<id>` or `user:<id>` (all of the user's). */
+const SESSIONS_ENDED_CHANNEL = 'auth-sessions-ended';
 
 function parseCredential(credential: string): { id: string; secret: string } | undefined {
   const dot = credential.indexOf('.');
@@ -84,6 +95,11 @@ export class AuthService {
   readonly throttle: FailureThrottle;
   /** Token families that are not login sessions (`apikey:…`, `sp:…`), each with its own liveness check. */
   readonly #families = new Map<string, (sid: string, subject: string) => Promise<boolean>>();
+  /** Sessions recently read for access tokens, by id, each until `until` (epoch ms), read in the store's `epoch`. */
+  readonly #sessions = new Map<string, { session: SessionRecord; until: number; epoch: number }>();
+  /** Bumped whenever sessions end: a read that began before an end is not cached after it. */
+  #sessionsEnded = 0;
+  #broadcast: Broadcast | undefined;
 
   constructor(private readonly deps: AuthServiceDeps) {
     this.now = deps.now ?? (() => new Date());
@@ -96,6 +112,19 @@ export class AuthService {
    */
   registerTokenFamily(prefix: string, isLive: (sid: string, subject: string) => Promise<boolean>): void {
     this.#families.set(prefix, isLive);
+  }
+
+  /**
+   * Tells the other instances of each session this one ends, and forgets the sessions they end, through
+   * `broadcast`. Without it, another instance's logout takes effect here within SESSION_CACHE_MS. Returns the stop.
+   */
+  shareSessionEnds(broadcast: Broadcast): () => void {
+    this.#broadcast = broadcast;
+    const stop = broadcast.subscribe(SESSIONS_ENDED_CHANNEL, (message) => this.#forgetSessions(message));
+    return () => {
+      stop();
+      if (this.#broadcast === broadcast) this.#broadcast = undefined;
+    };
   }
 
   get mode(): 'token' | 'session' {
@@ -182,6 +211,7 @@ export class AuthService {
     // can still be answered "evicted" (see `refresh`); ending the session is what ends every token of it.
     const { evicted } = await this.deps.sessions.create(record, limits.maxConcurrent);
     for (const id of evicted) {
+      await this.#sessionsEnd(`session:${id}`);
       this.deps.logger.info({ event: 'session_evicted', user_id: user.id }, 'session evicted');
       await this.deps.audit.record({
         type: 'session.evicted',
@@ -228,6 +258,7 @@ export class AuthService {
   /** Ends a session of the user's and every token issued in it. */
   async revokeSession(userId: string, sessionId: string): Promise<boolean> {
     const existed = await this.deps.sessions.delete(sessionId, userId);
+    await this.#sessionsEnd(`session:${sessionId}`);
     await store.deleteSessionTokens(this.deps.db, userId, sessionId);
     return existed;
   }
@@ -249,6 +280,7 @@ export class AuthService {
   /** Ends every session of a user (deactivation, erasure, password change). */
   async revokeUser(userId: string): Promise<number> {
     const count = await this.deps.sessions.deleteByUser(userId);
+    await this.#sessionsEnd(`user:${userId}`);
     await store.deleteUserTokens(this.deps.db, userId);
     return count;
   }
@@ -257,8 +289,10 @@ export class AuthService {
    * Erasure: deletes the user's sessions from the session store (only there: their refresh tokens are the
    * database's, see `deleteRefreshTokensOf`) and returns how many were live.
    */
-  deleteSessionsOf(userId: string): Promise<number> {
-    return this.deps.sessions.deleteByUser(userId);
+  async deleteSessionsOf(userId: string): Promise<number> {
+    const count = await this.deps.sessions.deleteByUser(userId);
+    await this.#sessionsEnd(`user:${userId}`);
+    return count;
   }
 
   /** Erasure: deletes the user's refresh tokens through `db` (the erasure's transaction) and returns how many. */
@@ -320,8 +354,7 @@ export class AuthService {
       }
       return claims;
     }
-    // A verified token may be vouched for by the session as this instance last saw it, while the store is down.
-    const session = await this.deps.sessions.get(claims.sid, { staleOk: true });
+    const session = await this.#tokenSession(claims.sid);
     if (!session || session.userId !== claims.sub) {
       if (!session && (await this.#evictedFrom(claims.sid, claims.sub))) throw sessionEvicted();
       throw new UnauthorizedError('Token has been revoked', { code: CallerErrorCode.InvalidToken });
@@ -380,6 +413,50 @@ export class AuthService {
     const now = this.now().getTime();
     if (now - session.lastAccessedAt >= Math.min(TOUCH_EVERY_MS, session.idleTimeoutMs / 10)) {
       await this.deps.sessions.touch(session.id, now);
+      // The cached copy, when this is one, is not touched again for every request until it expires.
+      session.lastAccessedAt = now;
+    }
+  }
+
+  /** The live session an access token names: read from the store, or as read within the last SESSION_CACHE_MS. */
+  async #tokenSession(id: string): Promise<SessionRecord | undefined> {
+    const now = this.now().getTime();
+    const epoch = this.deps.sessions.epoch?.() ?? 0;
+    const cached = this.#sessions.get(id);
+    if (cached) {
+      const { session, until } = cached;
+      const live = Math.min(session.lastAccessedAt + session.idleTimeoutMs, session.expiresAt) > now;
+      if (until > now && live && cached.epoch === epoch) return session;
+      this.#sessions.delete(id);
+    }
+    const ended = this.#sessionsEnded;
+    // A verified token may be vouched for by the session as this instance last saw it, while the store is down.
+    const session = await this.deps.sessions.get(id, { staleOk: true });
+    if (session && ended === this.#sessionsEnded) {
+      if (this.#sessions.size >= SESSION_CACHE_LIMIT) this.#sessions.delete(this.#sessions.keys().next().value!);
+      this.#sessions.set(id, { session, until: now + SESSION_CACHE_MS, epoch });
+    }
+    return session;
+  }
+
+  /**
+   * Sessions ended here: forgotten now, and on every other instance once the broadcast reaches it. Resolves once the
+   * broadcast is sent (a request that follows the revocation's answer finds it delivered); never rejects.
+   */
+  async #sessionsEnd(ended: `session:${string}` | `user:${string}`): Promise<void> {
+    this.#forgetSessions(ended);
+    await this.#broadcast?.publish(SESSIONS_ENDED_CHANNEL, ended).catch((err: unknown) => {
+      this.deps.logger.warn({ err }, 'ended session not broadcast; other instances forget it within a second');
+    });
+  }
+
+  #forgetSessions(ended: string): void {
+    this.#sessionsEnded += 1;
+    if (ended.startsWith('session:')) {
+      this.#sessions.delete(ended.slice('session:'.length));
+    } else if (ended.startsWith('user:')) {
+      const userId = ended.slice('user:'.length);
+      for (const [id, { session }] of this.#sessions) if (session.userId === userId) this.#sessions.delete(id);
     }
   }
 
