@@ -1,6 +1,13 @@
 import { needsOf } from '../src/ports/connected-tools.js';
 import { Annotation, END, type LangGraphRunnableConfig, START, StateGraph } from '@langchain/langgraph';
-import type { ChatMessage, LlmProvider, ToolCall, ToolSpec, Usage } from '../src/adapters/llm/port.js';
+import type {
+  ChatMessage,
+  CompletionRequest,
+  LlmProvider,
+  ToolCall,
+  ToolSpec,
+  Usage,
+} from '../src/adapters/llm/port.js';
 import type { Logger } from '../src/logger.js';
 import type { ToolExecutor } from '../src/mcp/tools.js';
 import type { Tracer } from '@opentelemetry/api';
@@ -30,12 +37,13 @@ const add = (a: Usage, b: Usage): Usage => ({
   totalTokens: a.totalTokens + b.totalTokens,
 });
 
-/** New messages to append, or (realigning with the recorded conversation) the whole history to start over from. */
+/** New messages to append (a node's), or the whole history to start over from (each turn's input). */
 type MessagesUpdate = ChatMessage[] | { replace: ChatMessage[] };
 
 /**
- * The conversation's state, checkpointed per conversation (thread = conversation id): the whole message history
- * accumulates across turns; `steps` and `usage` are per turn (each turn's input resets them).
+ * The conversation's state, checkpointed per conversation (thread = conversation id): the whole message history,
+ * which each turn's input sets to the history its first model request was sent with; `steps` and `usage` are per
+ * turn (each turn's input resets them).
  */
 const AgentState = Annotation.Root({
   messages: Annotation<ChatMessage[], MessagesUpdate>({
@@ -67,46 +75,141 @@ export interface AgentDeps {
   tracer?: Tracer;
 }
 
-/** Builds this turn's graph: the model node and the tool node in a loop, bounded by the turn's step budget. */
-function buildGraph(deps: AgentDeps, turn: AgentTurn, tools: ToolSpec[], maxSteps: number) {
-  const emit = (config: LangGraphRunnableConfig, event: Emitted) => config.writer?.(event);
-  const offered = new Set(tools.map((t) => t.name));
-  const tracer = deps.tracer ?? NO_TRACER;
-  const model = { provider: deps.llm.provider, model: deps.llm.model };
+/**
+ * One call of the model, in its `chat <model>` span, gathering the answer as it streams. The deltas go to whoever
+ * streams the call on (`streamTo`); those that come before are kept for it. The turn's first call is started before
+ * the graph runs, and the model node of the graph's first step takes it over.
+ */
+class ModelCall {
+  text = '';
+  calls: ToolCall[] = [];
+  /** The call's usage once the model has answered; rejects as the call failed. */
+  readonly usage: Promise<Usage>;
+  /** Settles once the model has sent something, or the call has ended. */
+  readonly answering: Promise<void>;
+  #kept: string[] = [];
+  #emit: ((text: string) => void) | undefined;
 
-  const callModel = async (state: State, config: LangGraphRunnableConfig): Promise<Update> => {
-    const offerTools = tools.length > 0 && state.steps < maxSteps;
-    let text = '';
-    let calls: ToolCall[] = [];
-    const { usage } = await inModelSpan(
-      tracer,
-      turn.traceContext,
+  constructor(deps: AgentDeps, request: CompletionRequest, traceContext: AgentTurn['traceContext']) {
+    let answered!: () => void;
+    this.answering = new Promise((resolve) => (answered = resolve));
+    const model = { provider: deps.llm.provider, model: deps.llm.model };
+    this.usage = inModelSpan(
+      deps.tracer ?? NO_TRACER,
+      traceContext,
       model,
       async () => {
         let usage = ZERO;
-        for await (const event of deps.llm.stream({
-          messages: [{ role: 'system', content: SYSTEM_PROMPT }, ...state.messages],
-          ...(offerTools && { tools }),
-          ...(turn.signal && { signal: turn.signal }),
-        })) {
+        for await (const event of deps.llm.stream(request)) {
+          answered();
           if (event.type === 'delta') {
-            text += event.text;
-            emit(config, { type: 'delta', text: event.text });
-          } else if (event.type === 'tool_calls') calls = event.calls;
+            this.text += event.text;
+            if (this.#emit) this.#emit(event.text);
+            else this.#kept.push(event.text);
+          } else if (event.type === 'tool_calls') this.calls = event.calls;
           else usage = event.usage;
         }
         return { usage };
       },
-      turn.signal,
-    );
+      request.signal,
+    ).then(({ usage }) => usage);
+    // Whoever streams the call on sees its failure; a call nobody took over fails quietly.
+    this.usage.then(answered, answered);
+  }
+
+  /** The deltas that came and were not streamed on yet; they will not be again. */
+  kept(): string[] {
+    const kept = this.#kept;
+    this.#kept = [];
+    return kept;
+  }
+
+  /** Streams the call on: every delta not streamed yet goes to `emit`. Answers the call's usage once it ends. */
+  streamTo(emit: (text: string) => void): Promise<Usage> {
+    for (const text of this.kept()) emit(text);
+    this.#emit = emit;
+    return this.usage;
+  }
+}
+
+/** The turn's first model call, sent before the graph runs, until the model node takes it over. */
+class FirstCall {
+  readonly call: ModelCall;
+  #taken = false;
+  readonly #abandon = new AbortController();
+
+  constructor(deps: AgentDeps, turn: AgentTurn, request: CompletionRequest) {
+    const signal = turn.signal ? AbortSignal.any([turn.signal, this.#abandon.signal]) : this.#abandon.signal;
+    this.call = new ModelCall(deps, { ...request, signal }, turn.traceContext);
+  }
+
+  /** The call, for the model node of the graph's first step; none after that. */
+  take(): ModelCall | undefined {
+    if (this.#taken) return undefined;
+    this.#taken = true;
+    return this.call;
+  }
+
+  /** Stops the call if no node took it over (the turn ended or failed before its model node ran). */
+  abandon(): void {
+    if (!this.#taken) this.#abandon.abort();
+    this.#taken = true;
+  }
+}
+
+/**
+ * What a turn hands its run of the graph (`configurable.turn`): everything that differs from one turn to the next,
+ * so that the graph itself is built once.
+ */
+interface TurnRun {
+  turn: AgentTurn;
+  tools: ToolSpec[];
+  offered: ReadonlySet<string>;
+  maxSteps: number;
+  first: FirstCall;
+}
+
+function turnRunOf(config: LangGraphRunnableConfig): TurnRun {
+  const run = (config.configurable as { turn?: TurnRun } | undefined)?.turn;
+  if (!run) throw new Error('the agent graph runs only within a turn');
+  return run;
+}
+
+/** What the model is asked at a step: the conversation after the system prompt, and the tools while the budget lasts. */
+function modelRequest(
+  messages: ChatMessage[],
+  steps: number,
+  run: Pick<TurnRun, 'turn' | 'tools' | 'maxSteps'>,
+): CompletionRequest {
+  const offerTools = run.tools.length > 0 && steps < run.maxSteps;
+  return {
+    messages: [{ role: 'system', content: SYSTEM_PROMPT }, ...messages],
+    ...(offerTools && { tools: run.tools }),
+    ...(run.turn.signal && { signal: run.turn.signal }),
+  };
+}
+
+/** The graph, built once: the model node and the tool node in a loop, bounded by each turn's step budget. */
+function buildGraph(deps: AgentDeps) {
+  const emit = (config: LangGraphRunnableConfig, event: Emitted) => config.writer?.(event);
+  const tracer = deps.tracer ?? NO_TRACER;
+
+  const callModel = async (state: State, config: LangGraphRunnableConfig): Promise<Update> => {
+    const run = turnRunOf(config);
+    const request = modelRequest(state.messages, state.steps, run);
+    // The first step's request is the one the turn sent already: the input replaces the history with the one it
+    // was sent with.
+    const call = (state.steps === 0 && run.first.take()) || new ModelCall(deps, request, run.turn.traceContext);
+    const usage = await call.streamTo((text) => emit(config, { type: 'delta', text }));
     // A model may ask for tools it was not offered (past the step budget, or in chat mode); acting on that would
     // let it loop until the recursion limit fails the whole turn, so its text is the answer.
-    if (!offerTools) calls = [];
-    const reply: ChatMessage = { role: 'assistant', content: text, ...(calls.length > 0 && { toolCalls: calls }) };
+    const calls = request.tools ? call.calls : [];
+    const reply: ChatMessage = { role: 'assistant', content: call.text, ...(calls.length > 0 && { toolCalls: calls }) };
     return { messages: [reply], steps: state.steps + 1, usage: add(state.usage, usage) };
   };
 
   const runTools = async (state: State, config: LangGraphRunnableConfig): Promise<Update> => {
+    const { turn, offered } = turnRunOf(config);
     const last = state.messages.at(-1);
     const calls = last?.role === 'assistant' ? (last.toolCalls ?? []) : [];
     const results: ChatMessage[] = [];
@@ -161,8 +264,20 @@ function buildGraph(deps: AgentDeps, turn: AgentTurn, tools: ToolSpec[], maxStep
  * The agent as a LangGraph graph over the model and the MCP tools the caller may use. Each turn streams tokens and
  * tool events, is checkpointed under its conversation (so the next turn, on any instance, continues it), and is
  * recorded in the conversation with its token counts.
+ *
+ * A turn sends its first model request before the graph starts, and streams the model's first words itself: the
+ * graph's per-turn set-up (reading the checkpoint, writing the input's, preparing the step) runs after them, while
+ * the rest of the answer streams, instead of before the model is even asked. The graph is built once; each run gets
+ * its turn (tools, signal, trace context, the first call) through its config. The input checkpoint is still written,
+ * by the graph, before the turn can end.
  */
 export function createAgent(deps: AgentDeps): Agent {
+  const graph = buildGraph(deps);
+  const messagesOf = async (threadId: string): Promise<ChatMessage[]> => {
+    const tuple = await deps.checkpointer.getTuple({ configurable: { thread_id: threadId } });
+    return (tuple?.checkpoint.channel_values as Partial<State> | undefined)?.messages ?? [];
+  };
+
   return {
     async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
       const subject = subjectOf(turn.caller);
@@ -173,33 +288,45 @@ export function createAgent(deps: AgentDeps): Agent {
 
       const maxSteps = turn.maxSteps ?? DEFAULT_MAX_STEPS;
       const tools = turn.mode === 'agent' ? await deps.tools.specsFor(turn.caller) : [];
-      const graph = buildGraph(deps, turn, tools, maxSteps);
-      const config = { configurable: { thread_id: conversation.id } };
-      const checkpointed = ((await graph.getState(config)).values as Partial<State>).messages?.length ?? 0;
+      const checkpointed = await messagesOf(conversation.id);
       // A turn cancelled, failed or cut off by a restart after LangGraph checkpointed part of it (its user message,
       // a tool call not yet answered) was never recorded. The recorded conversation is the truth: the model must
       // not see such remains, and an unanswered tool call would make an OpenAI-compatible API refuse every later
       // turn of the conversation.
       const history =
-        checkpointed === conversation.messageCount
+        checkpointed.length === conversation.messageCount
           ? undefined
           : (await deps.conversations.messages(conversation.id)).map(toChatMessage);
-      const before = history?.length ?? checkpointed;
-
       const userMessage: ChatMessage = { role: 'user', content: turn.message };
-      const stream = await graph.stream(
-        { messages: history ? { replace: [...history, userMessage] } : [userMessage], steps: 0, usage: ZERO },
-        {
-          ...config,
-          streamMode: 'custom',
-          recursionLimit: maxSteps * 2 + 3,
-          ...(turn.signal && { signal: turn.signal }),
-        },
-      );
-      for await (const chunk of stream) yield chunk as Emitted;
+      const messages = [...(history ?? checkpointed), userMessage];
+      const offer = { turn, tools, maxSteps };
+      const first = new FirstCall(deps, turn, modelRequest(messages, 0, offer));
+      const run: TurnRun = { ...offer, offered: new Set(tools.map((t) => t.name)), first };
+      try {
+        // The model's first words reach the caller before the graph's per-turn set-up (reading the checkpoint,
+        // writing the input's) takes the thread; the graph's model node then takes the call over where it is.
+        await first.call.answering;
+        for (const text of first.call.kept()) yield { type: 'delta', text };
+        // Cancelled as those went out: the turn ends as the model call does, with its AbortError.
+        if (turn.signal?.aborted) await first.call.usage;
+        const stream = await graph.stream(
+          // The history the first request was sent with, whatever the checkpoint holds by now.
+          { messages: { replace: messages }, steps: 0, usage: ZERO },
+          {
+            configurable: { thread_id: conversation.id, turn: run },
+            streamMode: 'custom',
+            recursionLimit: maxSteps * 2 + 3,
+            ...(turn.signal && { signal: turn.signal }),
+          },
+        );
+        for await (const chunk of stream) yield chunk as Emitted;
+      } finally {
+        run.first.abandon();
+      }
 
-      const state = (await graph.getState(config)).values as State;
-      const produced = state.messages.slice(before + 1);
+      const tuple = await deps.checkpointer.getTuple({ configurable: { thread_id: conversation.id } });
+      const state = tuple?.checkpoint.channel_values as State;
+      const produced = state.messages.slice(messages.length);
       const usage = state.usage;
       const answer = produced.filter((m) => m.role === 'assistant').at(-1)?.content ?? '';
       const records: NewMessage[] = [

@@ -32,7 +32,6 @@ import type { WebUiSettings } from '../http/web-ui-settings.js';
 import type { ListenerName } from '../http/listener.js';
 import { SERVICE_VERSION } from '../version.js';
 import { TOOLS } from '../../tools/index.js';
-import { createAgent } from '../../workflows/agent.js';
 import { type Checkpointer, createCheckpointer } from '../../workflows/checkpointer.js';
 import type { ToolExecutor } from '../mcp/tools.js';
 import type { McpCore } from '../mcp/core.js';
@@ -186,6 +185,8 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     tracer,
     model,
     build: async () => {
+      // The graph brings LangGraph with it: loaded when the agent is first used.
+      const { createAgent } = await import('../../workflows/agent.js');
       const checkpointer = await createCheckpointer(db);
       const tools = mcp.service.tools;
       const graph = createAgent({ llm, conversations: conversations.service, tools, checkpointer, logger, tracer });

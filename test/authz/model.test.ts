@@ -1,6 +1,6 @@
 import { transformer, validator } from '@openfga/syntax-transformer';
 import { describe, expect, it } from 'vitest';
-import { authorizationModel, authorizationModelDsl } from '../../src/modules/authz/model.js';
+import { authorizationModel, authorizationModelDsl, compileAuthorizationModel } from '../../src/modules/authz/model.js';
 
 /** The types and relations the service writes and checks; the model may grow, but must keep these. */
 const RELIED_ON: Record<string, string[]> = {
@@ -27,6 +27,14 @@ describe('authorization model (src/modules/authz/model.fga)', () => {
     expect(() => validator.validateDSL(again)).not.toThrow();
     expect(JSON.parse(transformer.transformDSLToJSON(again))).toEqual(json);
     expect(authorizationModel()).toEqual(json);
+  });
+
+  // The service reads the compiled copy instead of parsing the DSL at start-up; after changing model.fga, rewrite it
+  // with `npx vitest run -u test/authz/model.test.ts`.
+  it('ships model.json compiled from model.fga as it stands', async () => {
+    await expect(`${JSON.stringify(compileAuthorizationModel(dsl), null, 2)}\n`).toMatchFileSnapshot(
+      '../../src/modules/authz/model.json',
+    );
   });
 
   it('defines every type and relation the service relies on', () => {

@@ -221,7 +221,10 @@ describeWithService('two instances on PostgreSQL and Redis', services, () => {
       );
       const taskId = started.result!.taskId as string;
       const get = (app: App) => postModern(app, token, 'tasks/get', { taskId }, TASKS_CAPABILITY);
-      await expect.poll(async () => (await get(d)).result?.status, { interval: 100 }).toBe('input_required');
+      // The process's first workflow run loads LangGraph first.
+      await expect
+        .poll(async () => (await get(d)).result?.status, { interval: 100, timeout: 10_000 })
+        .toBe('input_required');
       const [key] = Object.keys((await get(d)).result!.inputRequests as Record<string, unknown>);
       const answer = { [key!]: { action: 'accept', content: { answer: 'green herons' } } };
       await postModern(d, token, 'tasks/update', { taskId, inputResponses: answer }, TASKS_CAPABILITY);

@@ -10,14 +10,8 @@ import { createOfflineLlm } from '../../src/adapters/llm/offline.js';
 import { type CodegenTool, generateCode } from '../../workflows/codegen/index.js';
 import { generatePython } from '../../workflows/codegen/python.js';
 import { generateTypeScript } from '../../workflows/codegen/typescript.js';
-import {
-  type CompiledWorkflow,
-  WorkflowCompileError,
-  answerOf,
-  compileWorkflow,
-  initialState,
-  planWorkflow,
-} from '../../workflows/compile.js';
+import { type CompiledWorkflow, compileWorkflow } from '../../workflows/compile.js';
+import { WorkflowCompileError, answerOf, initialState, planWorkflow } from '../../workflows/plan.js';
 import {
   LANGGRAPH_JS_RANGE,
   LANGGRAPH_PYTHON_REQUIREMENT,

@@ -3,15 +3,14 @@ import { type BaseCheckpointSaver, Command, GraphRecursionError, MemorySaver } f
 import { SqliteSaver } from '@langchain/langgraph-checkpoint-sqlite';
 import { describe, expect, it } from 'vitest';
 import { createOfflineLlm } from '../../src/adapters/llm/offline.js';
+import { type CompiledWorkflow, compileWorkflow } from '../../workflows/compile.js';
 import {
-  type CompiledWorkflow,
   type NodeEvent,
   RECURSION_LIMIT,
   WorkflowCompileError,
-  compileWorkflow,
   initialState,
   planWorkflow,
-} from '../../workflows/compile.js';
+} from '../../workflows/plan.js';
 import type { ToolRequest, WorkflowRuntime } from '../../workflows/runtime.js';
 import { type Workflow, parseWorkflow } from '../../workflows/schema.js';
 

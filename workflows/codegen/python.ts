@@ -1,4 +1,4 @@
-import { type RouterPlan, type WorkflowPlan, planWorkflow } from '../compile.js';
+import { type RouterPlan, type WorkflowPlan, planWorkflow } from '../plan.js';
 import { type Expr, type Literal, parseTemplate } from '../expression.js';
 import { HUMAN_ANSWER_MAX_LENGTH } from '../runtime.js';
 import {

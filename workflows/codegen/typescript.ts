@@ -1,6 +1,6 @@
 import type { Expr, Literal } from '../expression.js';
 import { parseTemplate } from '../expression.js';
-import { type WorkflowPlan, planWorkflow } from '../compile.js';
+import { type WorkflowPlan, planWorkflow } from '../plan.js';
 import { HUMAN_ANSWER_MAX_LENGTH } from '../runtime.js';
 import {
   type AgentNode,

@@ -1,6 +1,7 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type { Config } from '../../config.js';
 import type { CheckResult, HealthCheck } from '../../ports/health.js';
+import { loadOpenAiSdk } from './openai-sdk.js';
 
 const NAME = 'llm_provider';
 const TIMEOUT_MS = 5_000;
@@ -24,18 +25,20 @@ export function offlineLlmHealthCheck(): HealthCheck {
  * within 5 s. Rate limiting or exhausted quota leaves the service degraded rather than down.
  */
 export function openAiLlmHealthCheck(config: OpenAiConfig): HealthCheck {
-  const client = new OpenAI({
-    apiKey: config.apiKey ?? 'unset',
-    baseURL: config.baseUrl,
-    maxRetries: 0,
-    timeout: TIMEOUT_MS,
-  });
+  let client: OpenAI | undefined;
   return {
     name: NAME,
     critical: false,
     timeoutMs: TIMEOUT_MS,
     details: { provider: 'openai', model: config.model, url: config.baseUrl },
     run: async (signal): Promise<CheckResult> => {
+      const sdk = await loadOpenAiSdk();
+      client ??= new sdk({
+        apiKey: config.apiKey ?? 'unset',
+        baseURL: config.baseUrl,
+        maxRetries: 0,
+        timeout: TIMEOUT_MS,
+      });
       try {
         const models = await client.models.list({ signal });
         const ids = models.data.map((m) => m.id);
@@ -44,13 +47,13 @@ export function openAiLlmHealthCheck(config: OpenAiConfig): HealthCheck {
         }
         return { status: 'healthy' };
       } catch (error) {
-        if (error instanceof OpenAI.AuthenticationError || error instanceof OpenAI.PermissionDeniedError) {
+        if (error instanceof sdk.AuthenticationError || error instanceof sdk.PermissionDeniedError) {
           return { status: 'unhealthy', message: 'API key rejected' };
         }
-        if (error instanceof OpenAI.RateLimitError) {
+        if (error instanceof sdk.RateLimitError) {
           return { status: 'degraded', message: 'rate limited or over quota' };
         }
-        if (error instanceof OpenAI.APIConnectionError) {
+        if (error instanceof sdk.APIConnectionError) {
           return { status: 'unhealthy', message: 'endpoint unreachable' };
         }
         throw error;

@@ -1,4 +1,4 @@
-import OpenAI from 'openai';
+import type OpenAI from 'openai';
 import type {
   ChatCompletionChunk,
   ChatCompletionCreateParamsStreaming,
@@ -8,6 +8,7 @@ import type {
 import { CommonErrorCode, InternalError, RateLimitError, ServiceUnavailableError } from '../../errors.js';
 import { type CircuitBreaker, CircuitOpenError } from '../breaker/breaker.js';
 import { openAiLlmHealthCheck } from './health.js';
+import { loadOpenAiSdk, loadedOpenAiSdk } from './openai-sdk.js';
 import { abortError, collectCompletion, throwIfAborted } from './stream.js';
 import type {
   ChatMessage,
@@ -60,24 +61,31 @@ const DEFAULT_RETRY_AFTER_SECONDS = 30;
  * not because of the request, the key, a rate limit or the caller's abort: what opens the breaker.
  */
 export function isLlmOutage(error: unknown): boolean {
-  if (error instanceof OpenAI.APIUserAbortError) return false;
-  if (error instanceof OpenAI.APIConnectionError) return true;
-  return error instanceof OpenAI.APIError && error.status !== undefined && error.status >= 500;
+  const sdk = loadedOpenAiSdk();
+  if (!sdk || error instanceof sdk.APIUserAbortError) return false;
+  if (error instanceof sdk.APIConnectionError) return true;
+  return error instanceof sdk.APIError && error.status !== undefined && error.status >= 500;
 }
 
 /** With a breaker, a provider known to be down fails each turn at once instead of after the timeout and retries. */
 export function createOpenAiLlm(config: OpenAiLlmConfig, options: { breaker?: CircuitBreaker } = {}): LlmProvider {
   const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  const client = new OpenAI({
-    // The client insists on a key; keyless local servers ignore the header (health.ts does the same).
-    apiKey: config.apiKey ?? 'unset',
-    baseURL: config.baseUrl,
-    // Per attempt, until the response starts; the stream itself is watched in streamOpenAi.
-    timeout: timeoutMs,
-    maxRetries: config.maxRetries ?? DEFAULT_MAX_RETRIES,
-  });
-  const start: StartStream = (body, requestOptions) => {
-    const create = () => client.chat.completions.create(body, requestOptions);
+  let client: Promise<OpenAI> | undefined;
+  const clientOf = () =>
+    (client ??= loadOpenAiSdk().then(
+      (sdk) =>
+        new sdk({
+          // The client insists on a key; keyless local servers ignore the header (health.ts does the same).
+          apiKey: config.apiKey ?? 'unset',
+          baseURL: config.baseUrl,
+          // Per attempt, until the response starts; the stream itself is watched in streamOpenAi.
+          timeout: timeoutMs,
+          maxRetries: config.maxRetries ?? DEFAULT_MAX_RETRIES,
+        }),
+    ));
+  const start: StartStream = async (body, requestOptions) => {
+    const openai = await clientOf();
+    const create = () => openai.chat.completions.create(body, requestOptions);
     return options.breaker ? options.breaker.run(create) : create();
   };
   const stream = (request: CompletionRequest) => streamOpenAi(start, config.model, timeoutMs, request);
@@ -262,29 +270,31 @@ function toServiceError(error: unknown, signal: AbortSignal | undefined, timeout
   // However the client reported it, a request the caller aborted ends in the caller's AbortError.
   if (signal?.aborted) return abortError(signal);
   if (error instanceof CircuitOpenError) return error;
-  if (error instanceof OpenAI.AuthenticationError || error instanceof OpenAI.PermissionDeniedError) {
+  const sdk = loadedOpenAiSdk();
+  if (!sdk) return unreadable(error);
+  if (error instanceof sdk.AuthenticationError || error instanceof sdk.PermissionDeniedError) {
     return new ServiceUnavailableError('LLM provider rejected the API key', {
       code: CommonErrorCode.ServiceUnavailable,
       cause: safeCause(error),
     });
   }
-  if (error instanceof OpenAI.RateLimitError) {
+  if (error instanceof sdk.RateLimitError) {
     return new RateLimitError('LLM provider rate limit reached; try again later', retryAfterSeconds(error.headers), {
       cause: safeCause(error),
     });
   }
-  if (error instanceof OpenAI.APIConnectionTimeoutError) {
+  if (error instanceof sdk.APIConnectionTimeoutError) {
     return new ServiceUnavailableError(`LLM provider did not answer within ${timeoutMs} ms`, {
       code: CommonErrorCode.ServiceUnavailable,
     });
   }
-  if (error instanceof OpenAI.APIConnectionError) {
+  if (error instanceof sdk.APIConnectionError) {
     return new ServiceUnavailableError('LLM provider is unreachable', {
       code: CommonErrorCode.ServiceUnavailable,
       cause: error,
     });
   }
-  if (error instanceof OpenAI.APIError) {
+  if (error instanceof sdk.APIError) {
     // No status: an error event inside the stream. 5xx: the retries did not help.
     if (error.status === undefined || error.status >= 500) {
       return new ServiceUnavailableError('LLM provider failed to answer', {
@@ -297,6 +307,10 @@ function toServiceError(error: unknown, signal: AbortSignal | undefined, timeout
       cause: safeCause(error),
     });
   }
+  return unreadable(error);
+}
+
+function unreadable(error: unknown): Error {
   return new InternalError('LLM provider sent a response that could not be read', {
     code: CommonErrorCode.Internal,
     cause: error,

@@ -1,14 +1,14 @@
 import { SpanStatusCode, type Context } from '@opentelemetry/api';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import type { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
 import {
   BatchSpanProcessor,
   type ReadableSpan,
   type Span,
+  type SpanExporter,
   type SpanProcessor,
   TracerProvider,
 } from '@opentelemetry/sdk-trace';
-import { ATTR_SERVICE_NAME, ATTR_SERVICE_VERSION } from '@opentelemetry/semantic-conventions';
 import type { FinishedSpan, Telemetry } from './port.js';
 
 export interface TelemetryOptions {
@@ -17,6 +17,11 @@ export interface TelemetryOptions {
   /** OTLP/HTTP base URL (`OTEL_EXPORTER_OTLP_ENDPOINT`); spans go to `<endpoint>/v1/traces`. */
   otlpEndpoint?: string;
 }
+
+// As `@opentelemetry/semantic-conventions` spells them: its ES module entry would load a second copy of the
+// conventions beside the CommonJS one the SDK already loaded.
+const ATTR_SERVICE_NAME = 'service.name';
+const ATTR_SERVICE_VERSION = 'service.version';
 
 const durationMs = ([seconds, nanos]: [number, number]) => Math.round(seconds * 1000 + nanos / 1e6);
 const isoOf = ([seconds, nanos]: [number, number]) => new Date(seconds * 1000 + Math.floor(nanos / 1e6)).toISOString();
@@ -72,12 +77,49 @@ class CollectingProcessor implements SpanProcessor {
   }
 }
 
+type ExportResult = Parameters<Parameters<SpanExporter['export']>[1]>[0];
+/** `ExportResultCode.FAILED` of `@opentelemetry/core`. */
+const EXPORT_FAILED = 1 as ExportResult['code'];
+
+/**
+ * The OTLP exporter, loaded with the first batch it has to send: it and the OTLP encoding under it stay out of the
+ * service's memory until spans are exported.
+ */
+class OtlpExporterOnFirstUse implements SpanExporter {
+  #exporter: Promise<OTLPTraceExporter> | undefined;
+
+  constructor(private readonly url: string) {}
+
+  #loaded(): Promise<OTLPTraceExporter> {
+    this.#exporter ??= import('@opentelemetry/exporter-trace-otlp-http').then(
+      ({ OTLPTraceExporter }) => new OTLPTraceExporter({ url: this.url }),
+    );
+    return this.#exporter;
+  }
+
+  export(spans: ReadableSpan[], done: (result: ExportResult) => void): void {
+    this.#loaded().then(
+      (exporter) => exporter.export(spans, done),
+      (error: unknown) =>
+        done({ code: EXPORT_FAILED, error: error instanceof Error ? error : new Error(String(error)) }),
+    );
+  }
+
+  async forceFlush(): Promise<void> {
+    if (this.#exporter) await (await this.#exporter).forceFlush();
+  }
+
+  async shutdown(): Promise<void> {
+    if (this.#exporter) await (await this.#exporter).shutdown();
+  }
+}
+
 export function createTelemetry(options: TelemetryOptions): Telemetry {
   const collecting = new CollectingProcessor();
   const exporting = options.otlpEndpoint
     ? [
         new BatchSpanProcessor({
-          exporter: new OTLPTraceExporter({ url: `${options.otlpEndpoint.replace(/\/+$/, '')}/v1/traces` }),
+          exporter: new OtlpExporterOnFirstUse(`${options.otlpEndpoint.replace(/\/+$/, '')}/v1/traces`),
           scheduledDelayMillis: 1_000,
         }),
       ]

@@ -5,7 +5,7 @@ import type { ModelInfo } from './agent.telemetry.js';
 import type { Agent } from './agent.port.js';
 import { type ChatAdmission, ChatTurnService } from './chat-turn.service.js';
 
-/** What start-up builds: the agent graph and the checkpoints it keeps per conversation. */
+/** What the module builds on first use: the agent graph and the checkpoints it keeps per conversation. */
 export interface BuiltAgent {
   agent: Agent;
   /** Forgets a conversation's checkpoints (thread id = conversation id). */
@@ -16,8 +16,10 @@ export interface AgentModuleDeps {
   /** Who may take a chat turn, and how many (the MCP policy point). */
   admission: ChatAdmission;
   /**
-   * Builds the agent. It runs at start-up, once the database is migrated (the checkpointer keeps its tables
-   * there) and every tool the agent may call is wired.
+   * Builds the agent. It runs once the module is started (the database is migrated, where the checkpointer keeps
+   * its tables, and every tool the agent may call is wired), on the first turn or erasure of checkpoints: what it
+   * loads (LangGraph and LangChain, about 25 MB of memory) stays out of a service nobody chats with. A build that
+   * fails is tried again by the next use.
    */
   build: () => Promise<BuiltAgent>;
   /** Records each turn's spans. */
@@ -33,20 +35,33 @@ export interface AgentModuleDeps {
 export interface AgentParts {
   /** Admits, runs, streams and cancels chat turns for every chat entry point. */
   chat: ChatTurnService;
-  /** The started agent; throws before start-up has built it. */
+  /** The started agent; throws before the module is started. */
   agent(): Agent;
-  /** Forgets a conversation's checkpoints; throws before start-up has built the agent. */
+  /** Forgets a conversation's checkpoints; fails before the module is started. */
   deleteThread(threadId: string): Promise<void>;
 }
 
 /** The LangGraph agent and the chat-turn service in front of it. */
 export function createAgentModule(deps: AgentModuleDeps): Module<AgentParts> {
-  let built: BuiltAgent | undefined;
-  const started = (): BuiltAgent => {
-    if (!built) throw new Error('the agent is not started');
-    return built;
+  let started = false;
+  let building: Promise<BuiltAgent> | undefined;
+  const built = (): Promise<BuiltAgent> => {
+    if (!started) return Promise.reject(new Error('the agent is not started'));
+    building ??= deps.build().catch((error: unknown) => {
+      building = undefined;
+      throw error;
+    });
+    return building;
   };
-  const agent = () => started().agent;
+  const lazyAgent: Agent = {
+    async *run(turn) {
+      yield* (await built()).agent.run(turn);
+    },
+  };
+  const agent = () => {
+    if (!started) throw new Error('the agent is not started');
+    return lazyAgent;
+  };
   return {
     name: 'agent',
     service: {
@@ -58,20 +73,21 @@ export function createAgentModule(deps: AgentModuleDeps): Module<AgentParts> {
         ...(deps.shutdown && { shutdown: deps.shutdown }),
       }),
       agent,
-      deleteThread: (threadId) => started().deleteThread(threadId),
+      deleteThread: async (threadId) => (await built()).deleteThread(threadId),
     },
     erasure: [
       {
         step: 'checkpoints',
         async run({ user }) {
           const threads = await deps.threadsOf(user.id);
-          for (const threadId of threads) await started().deleteThread(threadId);
+          for (const threadId of threads) await (await built()).deleteThread(threadId);
           return threads.length;
         },
       },
     ],
-    async start() {
-      built = await deps.build();
+    start() {
+      started = true;
+      return Promise.resolve();
     },
   };
 }

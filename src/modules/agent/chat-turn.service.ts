@@ -3,9 +3,15 @@ import { type AppError, toAppError } from '../../errors.js';
 import type { Caller } from '../../ports/caller.js';
 import type { Shutdown } from '../../ports/shutdown.js';
 import { type Context, type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
-import { ATTR_GEN_AI_CONVERSATION_ID } from '@opentelemetry/semantic-conventions/incubating';
 import { type Agent, type AgentTurn, type MessageResponse, runToCompletion } from './agent.port.js';
-import { type ModelInfo, NO_TRACER, failSpan, startTurnSpan, usageAttributes } from './agent.telemetry.js';
+import {
+  ATTR_GEN_AI_CONVERSATION_ID,
+  type ModelInfo,
+  NO_TRACER,
+  failSpan,
+  startTurnSpan,
+  usageAttributes,
+} from './agent.telemetry.js';
 
 const UNKNOWN_MODEL: ModelInfo = { provider: 'unknown', model: 'unknown' };
 

@@ -1,5 +1,5 @@
 import { randomUUID } from 'node:crypto';
-import { type BaseCheckpointSaver, Command, GraphRecursionError } from '@langchain/langgraph';
+import type * as LangGraph from '@langchain/langgraph';
 import type { Kysely } from 'kysely';
 import type { z } from 'zod';
 import type { LlmProvider } from '../../adapters/llm/port.js';
@@ -7,8 +7,14 @@ import type { Database } from '../../db/database.js';
 import type { Logger } from '../../logger.js';
 import type { Caller } from '../../ports/caller.js';
 import { subjectOf } from '../../ports/subjects.js';
-import { RECURSION_LIMIT, WorkflowCompileError, compileWorkflow, initialState } from '../../../workflows/compile.js';
-import { type HumanQuestion, HumanAnswer, humanResume } from '../../../workflows/runtime.js';
+import type * as Compiler from '../../../workflows/compile.js';
+import {
+  RECURSION_LIMIT,
+  WorkflowCompileError,
+  type WorkflowStateValues,
+  initialState,
+} from '../../../workflows/plan.js';
+import { type HumanQuestion, type HumanResume, HumanAnswer, humanResume } from '../../../workflows/runtime.js';
 import type { NodeType } from '../../../workflows/schema.js';
 import { answerNotTaken, invalidAnswer, invalidWorkflow, runNotFound, runNotWaiting } from './builder.errors.js';
 import type { WorkflowTools } from './builder.ports.js';
@@ -51,13 +57,34 @@ export interface RunDeps {
   llm: LlmProvider;
   tools: WorkflowTools;
   /** Where runs keep their checkpoints, so that a paused run resumes on any instance, after a restart too. */
-  checkpointer: () => Promise<BaseCheckpointSaver>;
+  checkpointer: () => Promise<LangGraph.BaseCheckpointSaver>;
   logger: Logger;
   now: () => Date;
 }
 
 type NodeEvent = { type: 'node_started' | 'node_finished'; node: string; node_type: NodeType };
 type Custom = NodeEvent | RuntimeEvent;
+
+/** What a run goes on from: a new run's state, or the answer to the question a waiting run asked. */
+type RunInput = { start: WorkflowStateValues } | { resume: HumanResume };
+
+/** LangGraph and the workflow compiler, as the first run loads them. */
+interface Engine {
+  langGraph: typeof LangGraph;
+  compiler: typeof Compiler;
+}
+
+let engine: Promise<Engine> | undefined;
+/**
+ * Loads LangGraph and the workflow compiler with the first run, not at start-up: LangGraph and LangChain are about
+ * 25 MB of memory that a service whose workflows never run does not need.
+ */
+function loadEngine(): Promise<Engine> {
+  engine ??= Promise.all([import('@langchain/langgraph'), import('../../../workflows/compile.js')]).then(
+    ([langGraph, compiler]) => ({ langGraph, compiler }),
+  );
+  return engine;
+}
 
 /**
  * Runs of workflows: each compiles the version it started on into a LangGraph graph over the service's model and
@@ -94,7 +121,7 @@ export class WorkflowRuns {
       updated_at: at,
     };
     await insertRun(this.deps.db, run);
-    return this.#handle(caller, run, initialState(body.input, body.vars ?? {}));
+    return this.#handle(caller, run, { start: initialState(body.input, body.vars ?? {}) });
   }
 
   /**
@@ -106,7 +133,7 @@ export class WorkflowRuns {
     if (!parsed.success) throw invalidAnswer(parsed.error.issues[0]?.message ?? 'not text');
     const { before, claimed } = await this.#claimWaiting(caller, workflowId, runId, 'running', {});
     const asked = { node: before.waiting_node ?? '', question: before.question ?? '' };
-    return this.#handle(caller, claimed, new Command({ resume: humanResume(parsed.data) }), asked);
+    return this.#handle(caller, claimed, { resume: humanResume(parsed.data) }, asked);
   }
 
   /** Stops a waiting run for good: its question is not answered (409 when it is not waiting). */
@@ -169,7 +196,7 @@ export class WorkflowRuns {
     return row ? runView(row) : run;
   }
 
-  #handle(caller: Caller, run: RunRow, input: unknown, asked?: Asked): RunHandle {
+  #handle(caller: Caller, run: RunRow, input: RunInput, asked?: Asked): RunHandle {
     return {
       run: runView(run),
       events: (signal) => this.#events(caller, run, input, signal, asked),
@@ -179,7 +206,7 @@ export class WorkflowRuns {
   async *#events(
     caller: Caller,
     run: RunRow,
-    input: unknown,
+    input: RunInput,
     signal: AbortSignal,
     asked?: Asked,
   ): AsyncGenerator<RunEvent> {
@@ -189,11 +216,14 @@ export class WorkflowRuns {
     // The nodes seen to finish: a stopped run's path when its last checkpoint has not been written yet (the
     // PostgreSQL saver writes in the background while the next node runs).
     const finished: string[] = [];
+    let langGraph: typeof LangGraph | undefined;
     try {
       const workflow = await deps.builder.definitionOf(run.workflow_id, run.version);
-      const runtime = serviceRuntime({ llm: deps.llm, tools: deps.tools }, caller);
-      const graph = compileWorkflow(workflow, runtime, { checkpointer: await deps.checkpointer() });
-      const stream = await graph.stream(input as never, {
+      const { langGraph: loaded, compiler } = await loadEngine();
+      langGraph = loaded;
+      const runtime = serviceRuntime({ llm: deps.llm, tools: deps.tools, interrupt: langGraph.interrupt }, caller);
+      const graph = compiler.compileWorkflow(workflow, runtime, { checkpointer: await deps.checkpointer() });
+      const stream = await graph.stream('start' in input ? input.start : new langGraph.Command(input), {
         ...config,
         streamMode: ['custom', 'updates'],
         recursionLimit: RECURSION_LIMIT,
@@ -234,7 +264,7 @@ export class WorkflowRuns {
       });
       yield { type: 'end', run_id: run.id, status: 'completed', output: text, path };
     } catch (thrown) {
-      const failure = failureOf(thrown, signal);
+      const failure = failureOf(thrown, signal, langGraph);
       if (failure.code === 'internal_error') deps.logger.error({ err: thrown, run: run.id }, 'workflow run failed');
       // A resume that failed before its human node took the answer lost nothing: the checkpoint still waits there,
       // so the run does too, with its question and path as they were, for the answer to be given again.
@@ -300,13 +330,14 @@ function wireEvent(event: Custom): RunEvent {
 function failureOf(
   thrown: unknown,
   signal: AbortSignal,
+  langGraph: typeof LangGraph | undefined,
 ): { status: 'failed' | 'cancelled'; code: string; message: string } {
   if (signal.aborted) return { status: 'cancelled', code: 'cancelled', message: 'The run was stopped' };
   if (thrown instanceof WorkflowToolError) return { status: 'failed', code: 'tool_failed', message: thrown.message };
   // Validation admits only what compiles; a version saved under older rules may still not.
   if (thrown instanceof WorkflowCompileError)
     return { status: 'failed', code: 'invalid_workflow', message: thrown.message };
-  if (thrown instanceof GraphRecursionError)
+  if (langGraph && thrown instanceof langGraph.GraphRecursionError)
     return {
       status: 'failed',
       code: 'step_limit',

@@ -1,7 +1,7 @@
-import { type LangGraphRunnableConfig, interrupt } from '@langchain/langgraph';
+import type { LangGraphRunnableConfig, interrupt } from '@langchain/langgraph';
 import type { ChatMessage, LlmProvider, ToolCall, ToolSpec } from '../../adapters/llm/port.js';
 import type { Caller } from '../../ports/caller.js';
-import { answerOf } from '../../../workflows/compile.js';
+import { answerOf } from '../../../workflows/plan.js';
 import type { AgentRequest, HumanQuestion, ToolRequest, WorkflowRuntime } from '../../../workflows/runtime.js';
 import type { WorkflowTools } from './builder.ports.js';
 
@@ -26,11 +26,18 @@ export class WorkflowToolError extends Error {
   }
 }
 
+export interface RuntimeDeps {
+  llm: LlmProvider;
+  tools: WorkflowTools;
+  /** LangGraph's `interrupt`, from the LangGraph the run was loaded with. */
+  interrupt: typeof interrupt;
+}
+
 /**
  * The service's workflow runtime for one caller: agent nodes ask the service's model, with the node's tools that
  * the caller may call, streaming tokens and tool calls; tool nodes call MCP tools as the caller.
  */
-export function serviceRuntime(deps: { llm: LlmProvider; tools: WorkflowTools }, caller: Caller): WorkflowRuntime {
+export function serviceRuntime(deps: RuntimeDeps, caller: Caller): WorkflowRuntime {
   let permitted: Promise<ToolSpec[]> | undefined;
   const specsFor = async (names: string[]) => {
     permitted ??= deps.tools.list(caller);
@@ -91,7 +98,7 @@ export function serviceRuntime(deps: { llm: LlmProvider; tools: WorkflowTools },
         // As at a human node: the run waits for a person's answer. On resume LangGraph runs the node again from the
         // top, so the call above asked again (a new request) and `interrupt` now answers the resume value.
         const answer = answerOf(
-          interrupt<HumanQuestion, unknown>({
+          deps.interrupt<HumanQuestion, unknown>({
             node: request.node,
             question:
               `Approve ${request.tool} with ${JSON.stringify(request.args).slice(0, 500)}? It changes data on a ` +

@@ -6,7 +6,7 @@ import type { Database } from '../../db/database.js';
 import type { Caller } from '../../ports/caller.js';
 import type { ExportedWorkflow } from '../../ports/data-export.js';
 import { subjectOf } from '../../ports/subjects.js';
-import { type GeneratedCode, generateCode } from '../../../workflows/codegen/index.js';
+import type { GeneratedCode } from '../../../workflows/codegen/index.js';
 import { type WorkflowDiff, diffWorkflows } from '../../../workflows/diff.js';
 import { type Workflow, type WorkflowDefinitionInput, normalizeWorkflow } from '../../../workflows/schema.js';
 import { type ValidationReport, validateWorkflow } from '../../../workflows/validate.js';
@@ -166,6 +166,8 @@ export class BuilderService {
   ): Promise<GeneratedCode> {
     const workflow = await this.#valid(caller, input);
     const tools = await this.deps.tools.list(caller);
+    // The code generators are loaded with the first download: the service need not hold them until then.
+    const { generateCode } = await import('../../../workflows/codegen/index.js');
     return generateCode(workflow, { language: options.language, name: options.name ?? workflow.name, tools });
   }
 
