@@ -19,6 +19,7 @@ import { createDb } from '../../src/db/create-db.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
 import { buildTestApp, captureLogger, startTestApp, testEnv } from '../helpers/app.js';
 import { call } from '../helpers/auth.js';
+import { nodeArgsFor } from '../helpers/entry.js';
 
 const ADMIN = { ADMIN_PASSWORD: 'bootstrap-secret-1' };
 const apps: App[] = [];
@@ -67,9 +68,9 @@ async function verifiesAgainst(app: App, token: string): Promise<boolean> {
   }
 }
 
-/** The real command line in a child process (through tsx), for exit codes and messages. */
+/** The real command line in a child process, for exit codes and messages. */
 function runCli(args: string[], env: Record<string, string>): { exited: Promise<number | null>; stderr: () => string } {
-  const child = spawn(process.execPath, ['--import', 'tsx', join(import.meta.dirname, '../../src/main.ts'), ...args], {
+  const child = spawn(process.execPath, [...nodeArgsFor(join(import.meta.dirname, '../../src/main.ts')), ...args], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });

@@ -27,9 +27,17 @@ export function testEnv(env: Record<string, string> = {}): Record<string, string
  */
 const ON_POSTGRES = process.env.TEST_DATABASE === 'postgres';
 
+/**
+ * The logger of a test app that logs nothing. The service's own logger (src/logger.ts) writes through a buffered
+ * destination with a periodic flush that lives as long as the process: one per app would pile up in the worker,
+ * which runs many apps, each firing a write every tick. A silent app has nothing to write, so it gets none.
+ */
+const silentLogger = (): Logger => pino({ level: 'silent' }, new Writable({ write: (_chunk, _enc, done) => done() }));
+
 /** Builds the real app from the given settings without starting it. */
 export function buildTestApp(env: Record<string, string> = {}, overrides: AppOverrides = {}): App {
   const settings = testEnv(env);
+  if (settings.LOG_LEVEL === 'silent' && !overrides.logger) overrides = { ...overrides, logger: silentLogger() };
   if (!ON_POSTGRES || settings.DATABASE_URL !== 'sqlite::memory:') return buildApp(loadConfig(settings), overrides);
   const database = postgresDatabaseName({ migrated: true });
   const app = buildApp(loadConfig({ ...settings, DATABASE_URL: database.url }), overrides);

@@ -11,6 +11,7 @@ import { WebSocket } from 'ws';
 import { afterEach } from 'vitest';
 import type { App } from '../../src/app.js';
 import { ADMIN_PASSWORD } from './auth.js';
+import { nodeArgsFor } from './entry.js';
 
 /** The MCP clients of the tests: the official SDK's over every wire, and raw WebSocket and SSE streams. */
 
@@ -178,7 +179,7 @@ export function stdioTransport(logLevel = 'silent'): StdioClientTransport {
   const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-stdio-')), 'agent.db');
   return new StdioClientTransport({
     command: process.execPath,
-    args: ['--import', 'tsx', MAIN, 'stdio'],
+    args: [...nodeArgsFor(MAIN), 'stdio'],
     env: { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${dbFile}`, ADMIN_PASSWORD, LOG_LEVEL: logLevel },
     stderr: 'pipe',
   });

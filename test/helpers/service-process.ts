@@ -1,7 +1,8 @@
 import { type ChildProcess, spawn } from 'node:child_process';
 import { join } from 'node:path';
+import { nodeArgsFor } from './entry.js';
 
-/** The real command-line entry point, run as a separate process (through tsx, so no build is needed). */
+/** The real command-line entry point, run as a separate process (from the sources: no build is needed). */
 const MAIN = join(import.meta.dirname, '../../src/main.ts');
 
 /** A run of the command line: its process, its output (JSON log lines parsed), and its exit. */
@@ -24,7 +25,7 @@ export function killRunning(): void {
 
 /** Runs `agent-service <args>` with only the given environment (and PATH, HOME), optionally writing `input`. */
 export function run(args: string[], env: Record<string, string> = {}, input?: string): Run {
-  const child = spawn(process.execPath, ['--import', 'tsx', MAIN, ...args], {
+  const child = spawn(process.execPath, [...nodeArgsFor(MAIN), ...args], {
     env: { PATH: process.env.PATH, HOME: process.env.HOME, ...env },
     stdio: [input === undefined ? 'ignore' : 'pipe', 'pipe', 'pipe'],
   });

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { type AddressInfo, createServer } from 'node:net';
 import { dirname, join } from 'node:path';
+import { nodeArgsFor } from './entry.js';
 
 /**
  * Real upstream MCP servers for the connections tests, each in a process of its own: the reference servers
@@ -257,14 +258,14 @@ async function listeningPort(spawned: Spawned): Promise<number> {
 }
 
 /**
- * Starts test/fixtures/upstream-server.ts (through tsx) on 127.0.0.1: on `port`, or an ephemeral one. With
+ * Starts test/fixtures/upstream-server.ts on 127.0.0.1: on `port`, or an ephemeral one. With
  * `requireBearer`, /mcp demands that token from the start (and again after a restart).
  */
 export async function startTestUpstream(
   options: { port?: number; requireBearer?: string } = {},
 ): Promise<TestUpstream> {
   const launch = async (port: number) => {
-    const spawned = spawnServer(['--import', 'tsx', FIXTURE], {
+    const spawned = spawnServer(nodeArgsFor(FIXTURE), {
       UPSTREAM_PORT: String(port),
       ...(options.requireBearer && { UPSTREAM_REQUIRE_BEARER: options.requireBearer }),
     });

@@ -9,6 +9,7 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ADMIN_PASSWORD } from '../helpers/auth.js';
+import { nodeArgsFor } from '../helpers/entry.js';
 import { unusedPort } from '../helpers/http.js';
 import { MemoryOAuthClient, answerConsentAt, openAuthorization } from '../helpers/oauth.js';
 
@@ -69,7 +70,7 @@ beforeAll(async () => {
 
   const port = await unusedPort();
   base = `http://127.0.0.1:${port}`;
-  service = spawn(process.execPath, ['--import', 'tsx', MAIN, 'serve'], {
+  service = spawn(process.execPath, [...nodeArgsFor(MAIN), 'serve'], {
     env: {
       PATH: process.env.PATH,
       HOME: process.env.HOME,
