@@ -6,7 +6,7 @@ import { apiKeyScaleRow } from './cases/api-keys.js';
 import { chatFirstTokenRow } from './cases/chat.js';
 import { SECTION_CONNECTED, connectedToolRows } from './cases/connected.js';
 import { loginBurstRow, loginThroughputRow } from './cases/logins.js';
-import { heapGrowthRow, rssRow, sessionHeapRow } from './cases/memory.js';
+import { heapGrowthRow, idleRssRow, rssRow, sessionHeapRow } from './cases/memory.js';
 import { scimRows } from './cases/scim.js';
 import { startupRow } from './cases/startup.js';
 import { sseStreamsRow } from './cases/streams.js';
@@ -169,7 +169,12 @@ async function main(): Promise<void> {
     const bare = { child: ctx.bareMcp.child, mcp: `${ctx.bareMcp.url}/mcp` };
     const MEMORY = 'Memory (after a full GC in the child; RSS from /proc/<pid>/status)';
 
-    if (want('memory')) await attempt(MEMORY, 'RSS idle', () => rssRow('idle', service.child, ctx.bareMcp.child, 100));
+    if (want('memory')) {
+      await attempt(MEMORY, 'RSS after start', () =>
+        rssRow('just after start', service.child, ctx.bareMcp.child, null),
+      );
+      await attempt(MEMORY, 'RSS idle', () => idleRssRow(service.child, ctx.bareMcp.child, 100));
+    }
     let meRps: number | undefined;
     if (want('throughput'))
       await attempt('Throughput', 'throughput cases', async () => {

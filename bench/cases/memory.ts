@@ -19,9 +19,43 @@ export async function rssAfterGc(child: Child): Promise<number> {
   return child.rssMb();
 }
 
+/**
+ * The RSS of a child that has been left idle: V8 keeps the young generation it grew during start-up (up to 32 MB)
+ * until its memory reducer runs, some 10–20 s into idleness, and an idle server is one that has been idle. This
+ * waits (at most `IDLE_WAIT_MS`) until the child's RSS has fallen by a tenth from its first reading and held for two
+ * seconds, or the wait is over, and then reads it after a full GC. Returns the RSS and how long it waited.
+ */
+const IDLE_WAIT_MS = 30_000;
+export async function settledRss(child: Child): Promise<{ mb: number; waitedMs: number; firstMb: number }> {
+  const began = performance.now();
+  const firstMb = child.rssMb();
+  let stableSince: number | undefined;
+  let last = firstMb;
+  while (performance.now() - began < IDLE_WAIT_MS) {
+    await new Promise((resolve) => setTimeout(resolve, 1_000));
+    const now = child.rssMb();
+    if (now < firstMb * 0.9 && Math.abs(now - last) < 1) stableSince ??= performance.now();
+    else stableSince = undefined;
+    last = now;
+    if (stableSince !== undefined && performance.now() - stableSince >= 2_000) break;
+  }
+  return { mb: await rssAfterGc(child), waitedMs: performance.now() - began, firstMb };
+}
+
 export async function rssRow(label: string, service: Child, baseline: Child, max: number | null): Promise<Row> {
   const [ours, theirs] = [await rssAfterGc(service), await rssAfterGc(baseline)];
   return valueRow(SECTION, `RSS ${label} (baseline: bare SDK)`, ours, 'MB', max, { baseline: theirs });
+}
+
+/** RSS idle: each child left idle until V8 has given back what start-up grew (see `settledRss`), then read. */
+export async function idleRssRow(service: Child, baseline: Child, max: number): Promise<Row> {
+  const [ours, theirs] = await Promise.all([settledRss(service), settledRss(baseline)]);
+  return valueRow(SECTION, 'RSS idle, settled (baseline: bare SDK)', ours.mb, 'MB', max, {
+    baseline: theirs.mb,
+    note:
+      `read after ${(ours.waitedMs / 1000).toFixed(0)} s idle (${ours.firstMb.toFixed(1)} MB at first); ` +
+      `bare SDK after ${(theirs.waitedMs / 1000).toFixed(0)} s (${theirs.firstMb.toFixed(1)} MB at first)`,
+  });
 }
 
 async function heapUsed(child: Child): Promise<number> {
@@ -44,7 +78,7 @@ export async function sessionHeapRow(
   ctx.log(`memory: opening ${count} idle MCP sessions in the service and in the bare SDK`);
   const ours = (await perSession(service.child, service.mcp, service.headers)) / count / 1024;
   const theirs = (await perSession(baseline.child, baseline.mcp, {})) / count / 1024;
-  return valueRow(SECTION, `heap per idle MCP session (${count} opened)`, ours, 'KB', 12, { baseline: theirs });
+  return valueRow(SECTION, `heap per idle MCP session (${count} opened)`, ours, 'KB', 8, { baseline: theirs });
 }
 
 /**

@@ -1,4 +1,3 @@
-import * as oidc from 'openid-client';
 import type { Config } from '../../config.js';
 import type { Db } from '../../db/create-db.js';
 import type { HealthCheck } from '../../ports/health.js';
@@ -41,6 +40,8 @@ export function oidcIdentityHealthCheck(config: OidcConfig): HealthCheck {
     timeoutMs: TIMEOUT_MS,
     details: { provider: 'oidc', url: config.issuerUrl, realm: realmOf(config.issuerUrl), client_id: config.clientId },
     run: async () => {
+      // Loaded here rather than with the module: a service signing users in locally never needs it.
+      const oidc = await import('openid-client');
       const discovered = await oidc.discovery(issuer, config.clientId, config.clientSecret, undefined, {
         timeout: TIMEOUT_MS / 1000,
         // Plain http is for development identity providers on this machine only.

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { type JWTVerifyGetKey, createRemoteJWKSet, decodeJwt, errors as joseErrors, jwtVerify } from 'jose';
-import * as oidc from 'openid-client';
+import type * as Oidc from 'openid-client';
 import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
 import type { Config } from '../../config.js';
 import { BadRequestError, CommonErrorCode, ConflictError, UnauthorizedError } from '../../errors.js';
@@ -17,6 +17,9 @@ import {
 import { type Caller, CallerErrorCode, type ClientInfo, MCP_SCOPES, userCaller } from '../../ports/caller.js';
 import { identityProviderUnavailable, ssoLoginRefused } from './auth.errors.js';
 import type { AuthService, LoginResult } from './auth.service.js';
+
+/** The OpenID Connect client, loaded when single sign-on is first used (only a service configured for it does). */
+const openidClient = () => import('openid-client');
 
 type OidcSettings = NonNullable<Config['auth']['oidc']>;
 
@@ -82,7 +85,7 @@ export function groupsFromClaims(claims: Record<string, unknown>): string[] {
  * another; roles and groups follow the provider's claims at every login.
  */
 export class OidcSso {
-  #configuration: Promise<oidc.Configuration> | undefined;
+  #configuration: Promise<Oidc.Configuration> | undefined;
   #jwks: JWTVerifyGetKey | undefined;
 
   constructor(
@@ -99,6 +102,7 @@ export class OidcSso {
   /** Starts a login: where to send the browser, and the state the browser must bring back. */
   async begin(returnTo: string | undefined): Promise<{ url: URL; state: string }> {
     const config = await this.#config();
+    const oidc = await openidClient();
     const pending: PendingLogin = { verifier: oidc.randomPKCECodeVerifier(), nonce: oidc.randomNonce() };
     const path = safeReturnPath(returnTo, new URL(this.settings.redirectUri).hostname);
     if (path) pending.returnTo = path;
@@ -138,7 +142,8 @@ export class OidcSso {
     if (!stored) throw ssoLoginRefused('Unknown, expired or already completed login attempt');
     const pending = JSON.parse(stored) as PendingLogin;
     const config = await this.#config();
-    let tokens: Awaited<ReturnType<typeof oidc.authorizationCodeGrant>>;
+    const oidc = await openidClient();
+    let tokens: Awaited<ReturnType<typeof Oidc.authorizationCodeGrant>>;
     try {
       tokens = await oidc.authorizationCodeGrant(config, callbackUrl, {
         pkceCodeVerifier: pending.verifier,
@@ -190,6 +195,7 @@ export class OidcSso {
     const config = await this.#config();
     if (!config.serverMetadata().end_session_endpoint) return undefined;
     const idToken = sessionData?.[ID_TOKEN_KEY];
+    const oidc = await openidClient();
     return oidc.buildEndSessionUrl(config, {
       post_logout_redirect_uri: new URL('/', this.settings.redirectUri).toString(),
       ...(idToken && { id_token_hint: idToken }),
@@ -289,14 +295,16 @@ export class OidcSso {
     throw new ConflictError('Could not choose a free username for this account', { code: CommonErrorCode.Conflict });
   }
 
-  #config(): Promise<oidc.Configuration> {
+  #config(): Promise<Oidc.Configuration> {
     const issuer = new URL(this.settings.issuerUrl);
-    this.#configuration ??= oidc
-      .discovery(issuer, this.settings.clientId, this.settings.clientSecret, undefined, {
-        // Plain http is for development identity providers on this machine only.
-        ...(issuer.protocol === 'http:' && { execute: [oidc.allowInsecureRequests] }),
-        timeout: 5,
-      })
+    this.#configuration ??= openidClient()
+      .then((oidc) =>
+        oidc.discovery(issuer, this.settings.clientId, this.settings.clientSecret, undefined, {
+          // Plain http is for development identity providers on this machine only.
+          ...(issuer.protocol === 'http:' && { execute: [oidc.allowInsecureRequests] }),
+          timeout: 5,
+        }),
+      )
       .catch((error: unknown) => {
         this.#configuration = undefined; // try again on the next login
         throw identityProviderUnavailable(error);

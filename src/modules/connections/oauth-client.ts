@@ -1,14 +1,8 @@
 import { randomBytes } from 'node:crypto';
-import {
-  type AuthorizationServerMetadata,
-  type OAuthClientInformationMixed,
-  type OAuthTokens,
-  discoverAuthorizationServerMetadata,
-  discoverOAuthProtectedResourceMetadata,
-  exchangeAuthorization,
-  refreshAuthorization,
-  registerClient,
-  startAuthorization,
+import type {
+  AuthorizationServerMetadata,
+  OAuthClientInformationMixed,
+  OAuthTokens,
 } from '@modelcontextprotocol/client';
 import type { Kysely } from 'kysely';
 import type { Database } from '../../db/database.js';
@@ -26,6 +20,9 @@ import {
   recordOAuthClient,
 } from './connections.store.js';
 import type { OutboundFetch } from './outbound.js';
+
+/** The MCP client SDK's OAuth helpers, loaded when an upstream is first authorized. */
+const mcpClient = () => import('@modelcontextprotocol/client');
 
 /** Seals secrets at rest with the service's key-encryption key, bound to where they are kept. */
 export interface Sealer {
@@ -82,6 +79,7 @@ export class UpstreamOAuth {
     const server = await this.#server(row);
     const clientInformation = await this.#client(row, server);
     const state = randomBytes(24).toString('base64url');
+    const { startAuthorization } = await mcpClient();
     const { authorizationUrl, codeVerifier } = await startAuthorization(server.url, {
       metadata: server.metadata,
       clientInformation,
@@ -121,6 +119,7 @@ export class UpstreamOAuth {
     if (!row) throw new BadRequestError('The connection no longer exists', { code: CommonErrorCode.BadRequest });
     const server = await this.#server(row);
     const clientInformation = await this.#client(row, server);
+    const { exchangeAuthorization } = await mcpClient();
     const tokens = await exchangeAuthorization(server.url, {
       metadata: server.metadata,
       clientInformation,
@@ -184,6 +183,7 @@ export class UpstreamOAuth {
     const clientInformation = await this.#client(row, server);
     let tokens: OAuthTokens;
     try {
+      const { refreshAuthorization } = await mcpClient();
       tokens = await refreshAuthorization(server.url, {
         metadata: server.metadata,
         clientInformation,
@@ -259,6 +259,7 @@ export class UpstreamOAuth {
   async #discover(row: ConnectionRow): Promise<AuthorizationServer> {
     const url = row.url!;
     try {
+      const { discoverOAuthProtectedResourceMetadata, discoverAuthorizationServerMetadata } = await mcpClient();
       const resource = await discoverOAuthProtectedResourceMetadata(url, {}, this.deps.fetch).catch(() => undefined);
       const authorizationServer = resource?.authorization_servers?.[0] ?? new URL('/', url).toString();
       const metadata = await discoverAuthorizationServerMetadata(authorizationServer, { fetchFn: this.deps.fetch });
@@ -279,6 +280,7 @@ export class UpstreamOAuth {
         this.deps.sealer.open(`oauth-client:${row.id}`, current.oauth_client),
       ) as OAuthClientInformationMixed;
     }
+    const { registerClient } = await mcpClient();
     const registered = await registerClient(server.url, {
       metadata: server.metadata,
       clientMetadata: {

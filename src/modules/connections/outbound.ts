@@ -1,8 +1,9 @@
+import { createRequire } from 'node:module';
 import { lookup as dnsLookup } from 'node:dns';
 import type { LookupAddress } from 'node:dns';
 import { BlockList, isIP } from 'node:net';
 import type { LookupFunction } from 'node:net';
-import { Agent, fetch as undiciFetch } from 'undici';
+import type * as Undici from 'undici';
 
 /**
  * The outbound request guard: every HTTP request the connections module sends to another server (OAuth discovery,
@@ -350,18 +351,24 @@ function validatePolicy(policy: OutboundPolicy): number {
   return maxRedirects;
 }
 
+let undiciModule: typeof Undici | undefined;
+/** undici (CommonJS), loaded on the first outbound request: a service that makes none never needs it. */
+const undici = (): typeof Undici => (undiciModule ??= createRequire(import.meta.url)('undici') as typeof Undici);
+
 /** A fetch that applies every rule below to each request and each redirect hop. */
 export function createOutboundFetch(policy: OutboundPolicy): OutboundFetch {
   const maxRedirects = validatePolicy(policy);
   const rules = compileAllowRules(policy.privateHosts);
   const { timeoutMs, maxResponseBytes } = policy;
-  const dispatcher = new Agent({
-    connect: { lookup: guardedLookup(rules) },
-    // The guard's own deadline covers the headers; a stream's body may rightly stay quiet for long, and is
-    // bounded by the caller's signal.
-    headersTimeout: 0,
-    bodyTimeout: 0,
-  });
+  let dispatcher: Undici.Agent | undefined;
+  const connected = () =>
+    (dispatcher ??= new (undici().Agent)({
+      connect: { lookup: guardedLookup(rules) },
+      // The guard's own deadline covers the headers; a stream's body may rightly stay quiet for long, and is
+      // bounded by the caller's signal.
+      headersTimeout: 0,
+      bodyTimeout: 0,
+    }));
 
   return async function outboundFetch(input, init = {}) {
     let url = toUrl(input);
@@ -396,13 +403,13 @@ export function createOutboundFetch(policy: OutboundPolicy): OutboundFetch {
       for (let hop = 0; ; hop++) {
         let response;
         try {
-          response = await undiciFetch(url, {
+          response = await undici().fetch(url, {
             method,
             headers: [...headers],
             body,
             redirect: 'manual',
             signal,
-            dispatcher,
+            dispatcher: connected(),
           });
         } catch (error) {
           throw refusalIn(error) ?? error;

@@ -1,10 +1,11 @@
-import { Client, SSEClientTransport, StreamableHTTPClientTransport } from '@modelcontextprotocol/client';
-import type { AuthProvider, CallToolResult, Tool, Transport } from '@modelcontextprotocol/client';
-import { StdioClientTransport } from '@modelcontextprotocol/client/stdio';
+import type { AuthProvider, CallToolResult, Client, Tool, Transport } from '@modelcontextprotocol/client';
 import type { StdioCommand } from '../../config.js';
 import type { Logger } from '../../logger.js';
 import { SERVICE_VERSION } from '../../version.js';
 import { type OutboundFetch, OutboundLimitError } from './outbound.js';
+
+/** The MCP client SDK, loaded when the first upstream is connected (a service without connections never needs it). */
+const mcpClient = () => import('@modelcontextprotocol/client');
 
 /** One way of reaching an upstream: a connection, as one account (or its shared credential) uses it. */
 export interface UpstreamTarget {
@@ -171,6 +172,7 @@ export class UpstreamPool {
   }
 
   async #connect(target: UpstreamTarget, entry: Entry): Promise<Client> {
+    const { Client } = await mcpClient();
     const client = new Client(
       { name: 'agent-service', version: SERVICE_VERSION },
       {
@@ -199,7 +201,7 @@ export class UpstreamPool {
       }
     };
     client.onclose = () => this.#drop(target.key, entry);
-    const transport = this.#transport(target);
+    const transport = await this.#transport(target);
     const timeout = AbortSignal.timeout(this.deps.timeoutMs);
     try {
       await client.connect(transport, { timeout: this.deps.timeoutMs, signal: timeout });
@@ -215,9 +217,10 @@ export class UpstreamPool {
     return client;
   }
 
-  #transport(target: UpstreamTarget): Transport {
+  async #transport(target: UpstreamTarget): Promise<Transport> {
     const spec = target.transport;
     if (spec.kind === 'stdio') {
+      const { StdioClientTransport } = await import('@modelcontextprotocol/client/stdio');
       const transport = new StdioClientTransport({
         command: spec.command.command,
         args: spec.command.args,
@@ -239,6 +242,7 @@ export class UpstreamPool {
       ...(spec.auth && { authProvider: spec.auth }),
     };
     const url = new URL(spec.url);
+    const { SSEClientTransport, StreamableHTTPClientTransport } = await mcpClient();
     return spec.kind === 'sse' ? new SSEClientTransport(url, options) : new StreamableHTTPClientTransport(url, options);
   }
 
