@@ -1,5 +1,6 @@
 import type { Insertable, Kysely, Transaction } from 'kysely';
 import type { Database } from '../../db/database.js';
+import { prepared } from '../../db/prepared.js';
 import type { ApiKeysTable } from './api-keys.tables.js';
 
 type Executor = Kysely<Database> | Transaction<Database>;
@@ -11,9 +12,13 @@ type Executor = Kysely<Database> | Transaction<Database>;
  */
 
 /** The key whose secret hashes to `keyHash`, whoever owns it: authentication, where the secret is the proof. */
-export function findKeyByHash(db: Executor, keyHash: string) {
-  return db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash).executeTakeFirst();
+export async function findKeyByHash(db: Executor, keyHash: string) {
+  return (await keyByHash(db, keyHash))[0];
 }
+
+const keyByHash = prepared((db: Kysely<Database>, keyHash: string) =>
+  db.selectFrom('api_keys').selectAll().where('key_hash', '=', keyHash),
+);
 
 /** The user's key; undefined when there is none or it is another user's. */
 export function findKey(db: Executor, userId: string, id: string) {

@@ -4,6 +4,7 @@ import type { AuthzService } from '../../adapters/authz/port.js';
 import type { ChatMessage, ToolCall } from '../../adapters/llm/port.js';
 import type { Database } from '../../db/database.js';
 import { CommonErrorCode, NotFoundError } from '../../errors.js';
+import { prepared } from '../../db/prepared.js';
 import { SEARCHED_ROLES, ftsMatchExpression, isPostgres, queryWords, searchKey } from '../../db/full-text.js';
 import type { ConversationsTable, MessagesTable } from './conversations.tables.js';
 
@@ -121,6 +122,21 @@ function snippet(content: string, words: string[]): string {
   return `${start > 0 ? '…' : ''}${text}${start + 160 < content.length ? '…' : ''}`;
 }
 
+const conversationById = prepared((db: Kysely<Database>, id: string) =>
+  db.selectFrom('conversations').selectAll().where('id', '=', id),
+);
+
+const conversationsOf = prepared((db: Kysely<Database>, owner: string, offset: number, limit: number) =>
+  db
+    .selectFrom('conversations')
+    .selectAll()
+    .where('owner', '=', owner)
+    .orderBy('updated_at', 'desc')
+    .orderBy('id')
+    .offset(offset)
+    .limit(limit),
+);
+
 /**
  * Conversations with the agent. Each belongs to the subject that started it (an `owner` tuple); reading one needs
  * `viewer` on it, and a conversation the caller may not see is reported as missing.
@@ -160,7 +176,7 @@ export class ConversationsService {
 
   /** The conversation if `subject` may `relation` it; otherwise 404, so existence does not leak. */
   async access(subject: string, id: string, relation: 'viewer' | 'owner' = 'viewer'): Promise<Conversation> {
-    const row = await this.db.selectFrom('conversations').selectAll().where('id', '=', id).executeTakeFirst();
+    const [row] = await conversationById(this.db, id);
     if (!row || !(await this.authz.check(subject, relation, `conversation:${id}`))) {
       throw new NotFoundError(`Conversation ${id} not found`, { code: CommonErrorCode.NotFound });
     }
@@ -241,16 +257,7 @@ export class ConversationsService {
 
   /** The subject's own conversations, most recently active first. */
   async list(owner: string, window: { offset: number; limit: number }): Promise<Conversation[]> {
-    const rows = await this.db
-      .selectFrom('conversations')
-      .selectAll()
-      .where('owner', '=', owner)
-      .orderBy('updated_at', 'desc')
-      .orderBy('id')
-      .offset(window.offset)
-      .limit(window.limit)
-      .execute();
-    return rows.map(toConversation);
+    return (await conversationsOf(this.db, owner, window.offset, window.limit)).map(toConversation);
   }
 
   /** Every conversation the subject owns, oldest first (their data export; erasure of their checkpoints). */

@@ -1,5 +1,6 @@
 import { type Kysely, type Transaction, type Updateable, sql } from 'kysely';
 import { chunks } from '../../db/chunks.js';
+import { prepared } from '../../db/prepared.js';
 import type { Database } from '../../db/database.js';
 import type { GroupRow, UserRow, UsersTable } from './users.tables.js';
 
@@ -150,8 +151,12 @@ export async function existingUserIds(db: Executor, ids: string[], activeOnly = 
   return found;
 }
 
-export function findUserById(db: Executor, id: string): Promise<UserRow | undefined> {
-  return db.selectFrom('users').selectAll().where('id', '=', id).executeTakeFirst();
+const userById = prepared((db: Kysely<Database>, id: string) =>
+  db.selectFrom('users').selectAll().where('id', '=', id),
+);
+
+export async function findUserById(db: Executor, id: string): Promise<UserRow | undefined> {
+  return (await userById(db, id))[0];
 }
 
 /** A user by username or by email, case-insensitively. */
@@ -189,15 +194,17 @@ export async function countUsers(db: Executor): Promise<number> {
   return Number(n);
 }
 
-export async function groupNamesOf(db: Executor, userId: string): Promise<string[]> {
-  const rows = await db
+const groupNamesByMember = prepared((db: Kysely<Database>, userId: string) =>
+  db
     .selectFrom('group_members')
     .innerJoin('groups', 'groups.id', 'group_members.group_id')
     .select('groups.name')
     .where('group_members.user_id', '=', userId)
-    .orderBy('groups.name_key')
-    .execute();
-  return rows.map((r) => r.name);
+    .orderBy('groups.name_key'),
+);
+
+export async function groupNamesOf(db: Executor, userId: string): Promise<string[]> {
+  return (await groupNamesByMember(db, userId)).map((r) => r.name);
 }
 
 /** Every group the user is a member of. */
