@@ -1,6 +1,6 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { randomUUID } from 'node:crypto';
-import type { IncomingMessage, ServerResponse } from 'node:http';
+import { IncomingMessage, type ServerResponse } from 'node:http';
 import type { Request, RequestHandler } from 'express';
 import type { Logger } from '../logger.js';
 import type { ClientInfo } from '../ports/caller.js';
@@ -66,6 +66,25 @@ export function currentRequest(): RequestScope | undefined {
   return { id, listener, method: req.method ?? '', url: loggedUrl(req, res) };
 }
 
+const LOG_SOURCE = Symbol('request log source');
+/** What `req.log` is made from, set by `requestContext`; the child logger once something has logged through it. */
+type WithLogSource = IncomingMessage & { [LOG_SOURCE]?: { logger: Logger; listener: string; child?: Logger } };
+
+// `req.log` is a getter of every request, defined once here: a getter defined on each request object gave each one a
+// hidden class of its own (the getter's closure is part of it), which made every later access to the request's
+// properties slower, and cost memory for as long as the request lived (a stream's, for hours).
+Object.defineProperty(IncomingMessage.prototype, 'log', {
+  configurable: true,
+  get(this: WithLogSource): Logger | undefined {
+    const source = this[LOG_SOURCE];
+    if (!source) return undefined;
+    return (source.child ??= source.logger.child({
+      listener: source.listener,
+      req: { id: this.id, method: this.method },
+    }));
+  },
+});
+
 /**
  * Gives every request an id (the caller's `X-Request-Id` when it is sane, else a UUID), echoes it in the
  * response, offers `req.log` (a child logger carrying the id, made only when something logs through it), and
@@ -86,11 +105,7 @@ export function requestContext(logger: Logger, listener: string): RequestHandler
     const id = typeof given === 'string' && SAFE_REQUEST_ID.test(given) ? given : randomUUID();
     req.id = id;
     res.setHeader('X-Request-Id', id);
-    let child: Logger | undefined;
-    Object.defineProperty(req, 'log', {
-      configurable: true,
-      get: () => (child ??= logger.child({ listener, req: { id, method: req.method } })),
-    });
+    (req as WithLogSource)[LOG_SOURCE] = { logger, listener };
     res.once('finish', () => {
       const level = levelOf(req, res);
       if (!lines.isLevelEnabled(level)) return;
