@@ -73,20 +73,39 @@ export class BoundedEventStore {
    * is part of the scope all the same, so that nothing but the pair reaches the events.
    */
   forSession(caller: string, sessionId: string): SessionEventStore {
-    const scope = JSON.stringify([caller, sessionId]);
-    let ended = false;
-    return {
-      // A message sent as the session ends (a tool call finishing) is not kept for a session that will not resume.
-      storeEvent: (streamId, message) =>
-        Promise.resolve(ended ? `${randomToken()}.0` : this.#store(scope, streamId, message)),
-      getStreamIdForEventId: (eventId) => Promise.resolve(this.#find(scope, eventId)?.stream.streamId),
-      replayEventsAfter: (eventId, { send }) => this.#replay(scope, eventId, send),
-      drop: () => {
-        ended = true;
-        this.#drop(scope);
-      },
-    };
+    return new BoundedEventStore.#Session(this, JSON.stringify([caller, sessionId]));
   }
+
+  /** One session's view of the store: an object of its own, with its methods shared (sessions may be many). */
+  static readonly #Session = class implements SessionEventStore {
+    #ended = false;
+
+    constructor(
+      private readonly store: BoundedEventStore,
+      private readonly scope: string,
+    ) {}
+
+    // A message sent as the session ends (a tool call finishing) is not kept for a session that will not resume.
+    storeEvent(streamId: StreamId, message: JSONRPCMessage): Promise<EventId> {
+      return Promise.resolve(this.#ended ? `${randomToken()}.0` : this.store.#store(this.scope, streamId, message));
+    }
+
+    getStreamIdForEventId(eventId: EventId): Promise<StreamId | undefined> {
+      return Promise.resolve(this.store.#find(this.scope, eventId)?.stream.streamId);
+    }
+
+    replayEventsAfter(
+      eventId: EventId,
+      { send }: { send: (eventId: EventId, message: JSONRPCMessage) => Promise<void> },
+    ): Promise<StreamId> {
+      return this.store.#replay(this.scope, eventId, send);
+    }
+
+    drop(): void {
+      this.#ended = true;
+      this.store.#drop(this.scope);
+    }
+  };
 
   #store(scope: string, streamId: StreamId, message: JSONRPCMessage): EventId {
     let streams = this.#scopes.get(scope);

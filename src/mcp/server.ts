@@ -6,6 +6,7 @@ import {
   ElicitResultSchema,
   ErrorCode,
   ListToolsRequestSchema,
+  LoggingLevelSchema,
   McpError,
   type ServerCapabilities,
   UrlElicitationRequiredError,
@@ -63,7 +64,7 @@ const callerOf = (extra: { authInfo?: AuthInfo }): Caller | undefined =>
   extra.authInfo?.extra?.caller as Caller | undefined;
 
 /** The methods the registrations answer; the others (initialize, ping, logging/setLevel) are each session's own. */
-const SHARED_METHODS = [
+const SHARED_METHODS = new Set([
   'tools/list',
   'tools/call',
   'prompts/list',
@@ -72,7 +73,17 @@ const SHARED_METHODS = [
   'resources/templates/list',
   'resources/read',
   'completion/complete',
-];
+]);
+
+/** The answer of a server to a method it does not know, as the SDK words it (`Protocol._onrequest`). */
+function methodNotFound(): Error {
+  return Object.assign(new Error('Method not found'), { code: ErrorCode.MethodNotFound });
+}
+
+/** The SDK's logging levels by severity, as each of its servers builds them (`Server.LOG_LEVEL_SEVERITY`). */
+const LOG_LEVEL_SEVERITY: ReadonlyMap<string, number> = new Map(
+  LoggingLevelSchema.options.map((level, index) => [level, index]),
+);
 
 /** The session a shared handler serves, set on the request's `extra` by the session's own server. */
 const SESSION = Symbol('mcp session');
@@ -112,23 +123,19 @@ export function createMcpServer(deps: McpServerDeps, fallbackCaller?: Caller): S
   const fallback = fallbackCaller && authInfoFor(fallbackCaller);
   // The session's own handlers (initialize, logging/setLevel) answer bad params as such too.
   answerBadParamsAsInvalid(server);
-  const own = requestHandlersOf(server);
-  for (const method of SHARED_METHODS) {
-    const handler = shared.handlers.get(method);
-    if (!handler) continue;
-    // Tool calls log through their session; a connection without identity speaks for its one caller.
-    own.set(
-      method,
-      method === 'tools/call' || fallback
-        ? (request, extra) => {
-            const context = extra as { authInfo?: AuthInfo } & InSession;
-            context[SESSION] = server;
-            if (fallback) context.authInfo ??= fallback;
-            return handler(request, context);
-          }
-        : handler,
-    );
-  }
+  // The shared handlers are reached through the server's fallback rather than copied into its own table: one
+  // closure per session instead of a table of them. Tool calls log through their session; a connection without
+  // identity speaks for its one caller.
+  server.fallbackRequestHandler = (request, extra) => {
+    const handler = SHARED_METHODS.has(request.method) ? shared.handlers.get(request.method) : undefined;
+    if (!handler) throw methodNotFound();
+    const context = extra as { authInfo?: AuthInfo } & InSession;
+    context[SESSION] = server;
+    if (fallback) context.authInfo ??= fallback;
+    return handler(request, context) as ReturnType<NonNullable<Server['fallbackRequestHandler']>>;
+  };
+  // A table the SDK builds per server and only ever reads: one for all.
+  (server as unknown as { LOG_LEVEL_SEVERITY: unknown }).LOG_LEVEL_SEVERITY = LOG_LEVEL_SEVERITY;
   // The registrations follow the published workflows; each session tells its client that the list changed.
   const stopListening = deps.published?.subscribe(() => {
     if (server.transport) server.sendToolListChanged().catch(() => undefined);
