@@ -1,14 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { SessionRecord, SessionStore } from '../../src/adapters/session-store/port.js';
 import type { App } from '../../src/app.js';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, PASSWORD, TestClock, call, createUser } from '../helpers/auth.js';
-import {
-  createPostgresDatabase,
-  describeWithService,
-  probePostgresAndRedis,
-  sharedInstanceEnv,
-} from '../helpers/services.js';
+import { twoInstances } from '../helpers/instances.js';
+import { describeWithService, probePostgresAndRedis } from '../helpers/services.js';
 
 /**
  * An access token names its login session, which must still be live for the token to be accepted. The session is
@@ -108,26 +104,10 @@ describe('the session behind an access token (one instance)', () => {
 const services = await probePostgresAndRedis();
 
 describeWithService('the session behind an access token (two instances on PostgreSQL and Redis)', services, () => {
-  let a: App;
-  let b: App;
-  let drop: () => Promise<void>;
-
-  beforeAll(async () => {
-    const database = await createPostgresDatabase();
-    drop = database.drop;
-    const env = { ...sharedInstanceEnv(database.url, 'session-cache'), ADMIN_PASSWORD };
-    a = await startTestApp(env);
-    b = await startTestApp(env);
-    await createUser(a, 'alice');
-  }, 60_000);
-
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await drop?.();
-  });
+  const instances = twoInstances('session-cache', { ADMIN_PASSWORD });
 
   it('is read from Redis once a second by each instance, and refused by both once logged out on one', async () => {
+    const { a, b } = instances;
     const login = await call(a, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } });
     const token = login.body.access_token as string;
     const reads = vi.spyOn(b.infrastructure.stores.sessions, 'get');

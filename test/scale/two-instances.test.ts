@@ -8,12 +8,8 @@ import { startTestApp } from '../helpers/app.js';
 import { requester } from '../helpers/client.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
 import { TASKS_CAPABILITY, connectModernClient, postMcp, postModern } from '../helpers/mcp.js';
-import {
-  createPostgresDatabase,
-  describeWithService,
-  probePostgresAndRedis,
-  sharedInstanceEnv,
-} from '../helpers/services.js';
+import { twoInstances } from '../helpers/instances.js';
+import { describeWithService, probePostgresAndRedis } from '../helpers/services.js';
 
 /**
  * Two instances on one PostgreSQL and one Redis, as behind a load balancer: whatever one instance issues or
@@ -22,25 +18,11 @@ import {
 const services = await probePostgresAndRedis();
 
 describeWithService('two instances on PostgreSQL and Redis', services, () => {
+  const instances = twoInstances('two', { MCP_REQUESTS_PER_MINUTE: '6' }, { MCP_SESSION_MODE: 'stateless' });
   let a: App;
   let b: App;
-  let drop: () => Promise<void>;
   let env: Record<string, string>;
-
-  beforeAll(async () => {
-    const database = await createPostgresDatabase();
-    drop = database.drop;
-    env = { ...sharedInstanceEnv(database.url, 'two'), MCP_REQUESTS_PER_MINUTE: '6' };
-    a = await startTestApp({ ...env, MCP_SESSION_MODE: 'stateless' });
-    b = await startTestApp({ ...env, MCP_SESSION_MODE: 'stateless' });
-    await createUser(a, 'alice');
-  }, 60_000);
-
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await drop?.();
-  });
+  beforeAll(() => void ({ a, b, env } = instances));
 
   /** A load balancer without stickiness: each request goes to the next instance in turn; `reached` lists them. */
   function roundRobin(instances: App[]) {

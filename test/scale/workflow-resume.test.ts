@@ -1,15 +1,9 @@
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { App } from '../../src/app.js';
+import { beforeAll, expect, it } from 'vitest';
 import { askThenAnswer } from '../builder/helpers.js';
-import { startTestApp } from '../helpers/app.js';
-import { ADMIN_PASSWORD, PASSWORD, call, createUser } from '../helpers/auth.js';
+import { ADMIN_PASSWORD, PASSWORD, call } from '../helpers/auth.js';
 import { type Json, type Requester, requester } from '../helpers/client.js';
-import {
-  createPostgresDatabase,
-  describeWithService,
-  probePostgresAndRedis,
-  sharedInstanceEnv,
-} from '../helpers/services.js';
+import { twoInstances } from '../helpers/instances.js';
+import { describeWithService, probePostgresAndRedis } from '../helpers/services.js';
 
 /**
  * A workflow run paused at a human step on one instance is answered on another, as behind a load balancer: the
@@ -19,32 +13,19 @@ import {
 const services = await probePostgresAndRedis();
 
 describeWithService('a workflow run paused on one instance resumes on another', services, () => {
-  let a: App;
-  let b: App;
-  let drop: () => Promise<void>;
+  // A known bootstrap password: otherwise a generated one is printed.
+  const instances = twoInstances('resume', { ADMIN_PASSWORD });
   /** The same signed-in user on each instance's builder listener (one token, issued by A). */
   let onA: Requester;
   let onB: Requester;
 
   beforeAll(async () => {
-    const database = await createPostgresDatabase();
-    drop = database.drop;
-    // A known bootstrap password: otherwise a generated one is printed.
-    const env = { ...sharedInstanceEnv(database.url, 'resume'), ADMIN_PASSWORD };
-    a = await startTestApp(env);
-    b = await startTestApp(env);
-    await createUser(a, 'alice');
+    const { a, b } = instances;
     const login = await call(a, 'POST', '/auth/login', { body: { username: 'alice', password: PASSWORD } });
     expect(login.status).toBe(200);
     const token = login.body.access_token as string;
     onA = requester(a, { token }, 'builder');
     onB = requester(b, { token }, 'builder');
-  }, 60_000);
-
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await drop?.();
   });
 
   /** Creates the workflow on A and runs it there until it waits for the person: the run's id. */
