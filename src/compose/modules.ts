@@ -111,6 +111,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     users: users.service,
     audit: audit.service,
     now,
+    logger,
     limits: {
       codeTtlSeconds: 120,
       requestTtlSeconds: 600,

@@ -17,6 +17,7 @@ import { KeyRing } from './keys.js';
 import { ssoRoutes } from './sso.routes.js';
 import { OidcSso } from './sso.js';
 import { TokenService } from './tokens.js';
+import { expirySweep } from '../../db/expiry-sweep.js';
 
 export interface AuthModuleDeps {
   config: Pick<Config, 'auth' | 'publicUrl'>;
@@ -63,6 +64,7 @@ export function createAuthModule(deps: AuthModuleDeps): Module<Auth> {
     mcpResourceUrl(config.publicUrl),
   ]);
   const auth = new AuthService({ config: config.auth, db, users, tokens, logger, audit, now, ...stores });
+  const expired = expirySweep(db, ['refresh_tokens'], { now, logger });
   const sso = config.auth.oidc
     ? new OidcSso(config.auth.oidc, { auth, users, ephemeral: stores.ephemeral, logger, audit })
     : undefined;
@@ -113,6 +115,7 @@ export function createAuthModule(deps: AuthModuleDeps): Module<Auth> {
     ],
     async start() {
       await keys.start();
+      expired.start();
       const { adminUsername, adminPassword } = config.auth;
       const admin = await users.ensureBootstrapAdmin(adminUsername, adminPassword);
       if (admin.created) logger.info({ username: adminUsername }, 'bootstrap administrator created');
@@ -124,6 +127,9 @@ export function createAuthModule(deps: AuthModuleDeps): Module<Auth> {
         );
       }
     },
-    stop: () => keys.stop(),
+    stop: () => {
+      expired.stop();
+      return keys.stop();
+    },
   };
 }

@@ -2,6 +2,8 @@ import type { Kysely } from 'kysely';
 import type { CounterStore } from '../../adapters/counters/port.js';
 import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
 import type { Database } from '../../db/database.js';
+import { expirySweep } from '../../db/expiry-sweep.js';
+import type { Logger } from '../../logger.js';
 import type { AuditRecorder } from '../../ports/audit.js';
 import { mcpResourceUrl } from '../../ports/caller.js';
 import type { Module } from '../../ports/module.js';
@@ -24,6 +26,7 @@ export interface OAuthModuleDeps {
   users: { get(id: string): Promise<User | undefined> };
   audit: AuditRecorder;
   now: () => Date;
+  logger: Logger;
   limits: OAuthLimits;
   /** Hosts whose client metadata documents may be fetched although they resolve to private addresses. */
   clientMetadataPrivateHosts: string[];
@@ -60,6 +63,7 @@ export function createOAuthModule(deps: OAuthModuleDeps): Module<OAuthService> {
     }),
   });
   deps.registerTokenFamily(OAUTH_TOKEN_FAMILY, (sid, subject) => service.isLive(sid, subject));
+  const expired = expirySweep(deps.db, ['oauth_codes', 'oauth_refresh_tokens'], deps);
   const routeDeps: OAuthRouteDeps = {
     service,
     publicUrl: deps.publicUrl,
@@ -80,5 +84,7 @@ export function createOAuthModule(deps: OAuthModuleDeps): Module<OAuthService> {
     pages: { main: [oauthEndpoints(routeDeps, oauthProvider(routeDeps)), oauthRefusals()] },
     erasure: [{ step: 'oauth_grants', run: ({ user, db }) => service.deleteGrantsOf(user.id, db) }],
     exports: [{ section: 'oauth_grants', collect: (userId) => service.listGrants(userId) }],
+    start: () => Promise.resolve(expired.start()),
+    stop: () => expired.stop(),
   };
 }
