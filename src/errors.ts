@@ -15,6 +15,7 @@ export type ErrorCode = Uppercase<string>;
 export const CommonErrorCode = {
   MalformedJson: 'MALFORMED_JSON',
   PayloadTooLarge: 'PAYLOAD_TOO_LARGE',
+  HeadersTooLarge: 'HEADERS_TOO_LARGE',
   UnsupportedMediaType: 'UNSUPPORTED_MEDIA_TYPE',
   UnsupportedApiVersion: 'UNSUPPORTED_API_VERSION',
   RouteNotFound: 'ROUTE_NOT_FOUND',
@@ -30,7 +31,7 @@ export const CommonErrorCode = {
 } as const;
 export type CommonErrorCode = (typeof CommonErrorCode)[keyof typeof CommonErrorCode];
 
-export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 500 | 503;
+export type ErrorStatus = 400 | 401 | 403 | 404 | 409 | 413 | 415 | 422 | 429 | 431 | 500 | 503;
 
 /** The spec's `error` strings of the authentication envelope, plus the few HTTP conditions it does not name. */
 export type ErrorName =
@@ -43,6 +44,7 @@ export type ErrorName =
   | 'conflict'
   | 'authentication_failed'
   | 'payload_too_large'
+  | 'headers_too_large'
   | 'unsupported_media_type'
   | 'service_unavailable';
 
@@ -146,6 +148,12 @@ export class ConflictError extends AppError {
 export class PayloadTooLargeError extends AppError {
   readonly status = 413;
   readonly error = 'payload_too_large';
+}
+
+/** A request line and headers longer than Node accepts (16 KiB): refused before any route sees the request. */
+export class HeadersTooLargeError extends AppError {
+  readonly status = 431;
+  readonly error = 'headers_too_large';
 }
 
 export class UnsupportedMediaTypeError extends AppError {

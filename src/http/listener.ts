@@ -1,14 +1,15 @@
 import { type Server, type ServerResponse, createServer } from 'node:http';
-import { type AddressInfo, Server as NetServer } from 'node:net';
+import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
+import { randomUUID } from 'node:crypto';
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
-import { CommonErrorCode, ServiceUnavailableError } from '../errors.js';
+import { BadRequestError, CommonErrorCode, HeadersTooLargeError, ServiceUnavailableError } from '../errors.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { Audience } from '../ports/caller.js';
 import type { Logger } from '../logger.js';
 import { apiVersion } from './api-version.js';
 import type { Metrics } from './metrics.js';
 import { refuseNulInBody, refuseNulInUrl } from './nul-text.js';
-import { ErrorAreas, errorHandler, notFoundHandler } from './render-errors.js';
+import { ErrorAreas, errorHandler, notFoundHandler, rawHttpResponse, renderError } from './render-errors.js';
 import { requestContext } from './request-context.js';
 import { type RouteGroup, mountRoutes } from './route.js';
 import { boundedTurns } from './turns.js';
@@ -103,6 +104,30 @@ export function createListenerApp(options: ListenerAppOptions): express.Express 
   return app;
 }
 
+/**
+ * What Node's HTTP parser refused before any request existed: a request line and headers over 16 KiB (431), or
+ * bytes that are not HTTP (400). Node's own answer is a bare status line; this one carries the envelope body every
+ * other refusal has. A connection the client already left, or one that timed out, is handled as Node would.
+ */
+function answerClientError(error: Error & { code?: string }, socket: Socket): void {
+  const answered = (socket as Socket & { _httpMessage?: { headersSent?: boolean } })._httpMessage?.headersSent;
+  if (error.code === 'ECONNRESET' || !socket.writable || answered) {
+    socket.destroy();
+    return;
+  }
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') {
+    socket.end('HTTP/1.1 408 Request Timeout\r\nConnection: close\r\n\r\n');
+    return;
+  }
+  const refusal =
+    error.code === 'HPE_HEADER_OVERFLOW'
+      ? new HeadersTooLargeError('The request line and headers are larger than 16 KiB', {
+          code: CommonErrorCode.HeadersTooLarge,
+        })
+      : new BadRequestError('The request is not well-formed HTTP/1.1', { code: CommonErrorCode.BadRequest });
+  socket.end(rawHttpResponse(renderError('envelope', refusal, randomUUID())));
+}
+
 /** An HTTP server that binds, reports its address, and closes gracefully. */
 export class HttpListener {
   readonly server: Server;
@@ -117,6 +142,7 @@ export class HttpListener {
     app: express.Express,
   ) {
     this.server = createServer(boundedTurns(app));
+    this.server.on('clientError', answerClientError);
     // Runs after the app has taken the request (or queued it for a later turn), before any response is written.
     this.server.on('request', (_req, res: ServerResponse) => {
       if (this.#draining) {

@@ -114,6 +114,7 @@ export function frameworkResponses(route: RouteDefinition, mounting: RouteMounti
   add(400, 'X-API-Version names an unsupported version');
   add(403, 'the Host or Origin header names another site (while the service listens on loopback only)');
   add(413, 'larger than the configured limit (BODY_LIMIT_BYTES)');
+  add(431, 'the request line and headers are larger than 16 KiB');
   add(415, 'the body has an unsupported charset or Content-Encoding');
   if (mounting.gated) add(503, 'the service is still starting (see Retry-After)');
   if (route.access === 'authenticated') add(401, 'the credential is missing, invalid or expired');

@@ -57,8 +57,9 @@ describe('OpenAPI description at /openapi.json', () => {
 
   it('documents the error body of each status, shared as components', () => {
     const health = doc.paths['/health']!.get!;
-    // Probes stand before the start-up gate; the body parsers and the Host guard stand before every route.
-    expect(Object.keys(health.responses).sort()).toEqual(['200', '400', '403', '413', '415', '500', '503']);
+    // Probes stand before the start-up gate; the HTTP parser, the body parsers and the Host guard stand before
+    // every route.
+    expect(Object.keys(health.responses).sort()).toEqual(['200', '400', '403', '413', '415', '431', '500', '503']);
     expect(JSON.stringify(health.responses['500'])).toContain('#/components/schemas/ErrorEnvelope');
     expect(health.security).toEqual([]);
   });

@@ -222,8 +222,8 @@ function formText(value: JsonValue): string {
 // The cases of one operation.
 
 /**
- * Node answers a request line and headers over 16 KiB itself with a bare 431, before any code of the service runs:
- * URLs are kept well below it (a value at most ~1.5 KiB encoded, a query at most 8 KiB).
+ * A request line and headers over 16 KiB are refused by Node's parser, with a 431 before any route runs
+ * (test/http/client-error.test.ts): URLs are kept well below it (a value at most ~1.5 KiB encoded, a query at most 8 KiB).
  */
 const MAX_ENCODED_VALUE = 1500;
 const MAX_QUERY = 8000;
