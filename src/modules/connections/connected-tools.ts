@@ -162,8 +162,8 @@ export class ConnectedToolCatalog implements ConnectedTools {
     const at = name.indexOf(CONNECTED_SEPARATOR);
     if (at <= 0) return undefined;
     const slug = name.slice(0, at);
-    const rows = (await this.deps.connections.usable(caller)).filter(
-      (r) => r.slug === slug && (!options.gateway || r.gateway === 1),
+    const rows = (await this.deps.connections.usableBySlug(caller, slug)).filter(
+      (r) => !options.gateway || r.gateway === 1,
     );
     for (const row of rows) {
       const tool = (await this.#offered(caller, row)).find((t) => t.name === name);

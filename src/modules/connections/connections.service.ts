@@ -18,6 +18,7 @@ import {
   findReachable,
   insertConnection,
   listReachable,
+  listReachableBySlug,
   slugTaken,
   updateConnection,
 } from './connections.store.js';
@@ -119,6 +120,13 @@ export class ConnectionsService {
   /** The connections the caller may use: their own, and the shared ones they were given. */
   async usable(caller: Caller): Promise<ConnectionRow[]> {
     const rows = await listReachable(this.deps.db, userIdOf(caller));
+    const allowed = await Promise.all(rows.map((row) => this.#mayUse(caller, row)));
+    return rows.filter((_, i) => allowed[i]);
+  }
+
+  /** The connections with this slug the caller may use (a tool name names its connection by slug). */
+  async usableBySlug(caller: Caller, slug: string): Promise<ConnectionRow[]> {
+    const rows = await listReachableBySlug(this.deps.db, userIdOf(caller), slug);
     const allowed = await Promise.all(rows.map((row) => this.#mayUse(caller, row)));
     return rows.filter((_, i) => allowed[i]);
   }

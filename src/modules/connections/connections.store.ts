@@ -1,5 +1,6 @@
 import type { Insertable, Kysely, Selectable, Transaction, Updateable } from 'kysely';
 import type { Database } from '../../db/database.js';
+import { prepared } from '../../db/prepared.js';
 import type {
   McpConnectionAccountsTable,
   McpConnectionSignInsTable,
@@ -28,6 +29,18 @@ export function listReachable(db: Executor, userId: string | undefined) {
     .selectFrom('mcp_connections')
     .selectAll()
     .where('owner_id', 'in', userId === undefined ? [SHARED] : [SHARED, userId])
+    .orderBy('created_at')
+    .orderBy('id')
+    .execute();
+}
+
+/** The connections with this slug that the user may come across (theirs, or shared): at most one of each. */
+export function listReachableBySlug(db: Executor, userId: string | undefined, slug: string) {
+  return db
+    .selectFrom('mcp_connections')
+    .selectAll()
+    .where('owner_id', 'in', userId === undefined ? [SHARED] : [SHARED, userId])
+    .where('slug', '=', slug)
     .orderBy('created_at')
     .orderBy('id')
     .execute();
@@ -87,8 +100,13 @@ export async function deleteConnection(db: Executor, ownerKey: string, id: strin
 }
 
 /** The pinned tools of a connection the caller was admitted to. */
+const pinsOf = prepared((db: Kysely<Database>, connectionId: string) =>
+  db.selectFrom('mcp_connection_tools').selectAll().where('connection_id', '=', connectionId),
+);
+
+/** A connection's pinned tools (read on every call of one of them). */
 export function listPins(db: Executor, connectionId: string) {
-  return db.selectFrom('mcp_connection_tools').selectAll().where('connection_id', '=', connectionId).execute();
+  return pinsOf(db, connectionId);
 }
 
 export async function upsertPin(db: Executor, row: Insertable<McpConnectionToolsTable>): Promise<void> {
