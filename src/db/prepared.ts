@@ -5,6 +5,9 @@ class Slot {
   constructor(readonly index: number) {}
 }
 
+/** The most values a prepared query takes. */
+const MAX_ARGS = 16;
+
 interface Compiled {
   sql: string;
   /** Per compiled parameter: the index of the argument that fills it, or the constant the query itself holds. */
@@ -26,7 +29,8 @@ export function prepared<Db, Args extends unknown[], Row>(
   // By the executor's adapter: one per dialect instance, shared by the transactions of its database.
   const compiled = new WeakMap<object, Compiled>();
   const compile = (db: Kysely<Db>): Compiled => {
-    const slots = Array.from({ length: build.length - 1 }, (_, index) => new Slot(index));
+    // A stand-in for every argument `build` could take: those it does not declare are ignored.
+    const slots = Array.from({ length: MAX_ARGS }, (_, index) => new Slot(index));
     const query = build(db, ...(slots as unknown as Args)).compile();
     return {
       sql: query.sql,

@@ -84,7 +84,10 @@ export function createOAuthModule(deps: OAuthModuleDeps): Module<OAuthService> {
     pages: { main: [oauthEndpoints(routeDeps, oauthProvider(routeDeps)), oauthRefusals()] },
     erasure: [{ step: 'oauth_grants', run: ({ user, db }) => service.deleteGrantsOf(user.id, db) }],
     exports: [{ section: 'oauth_grants', collect: (userId) => service.listGrants(userId) }],
-    start: () => Promise.resolve(expired.start()),
+    start() {
+      expired.start();
+      return Promise.resolve();
+    },
     stop: () => expired.stop(),
   };
 }
