@@ -13,6 +13,7 @@ import * as m0012 from './0012_scim_search.js';
 import * as m0013 from './0013_oauth.js';
 import * as m0014 from './0014_mcp_tasks.js';
 import * as m0015 from './0015_mcp_connections.js';
+import * as m0016 from './0016_workflow_run_events.js';
 
 /**
  * Every migration, in order. Listed explicitly (not read from the folder) so that the compiled service and the
@@ -34,4 +35,5 @@ export const MIGRATIONS: Record<string, Migration> = {
   '0013_oauth': m0013,
   '0014_mcp_tasks': m0014,
   '0015_mcp_connections': m0015,
+  '0016_workflow_run_events': m0016,
 };

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { runToolResult } from '../src/modules/builder/index.js';
+import { RUN_VIEW_URI } from '../src/mcp/apps.js';
 import { type ToolContext, defineTool } from '../src/mcp/tools.js';
 import { HumanAnswer } from '../workflows/runtime.js';
 
@@ -18,6 +19,7 @@ export const workflowRun = defineTool({
   // A workflow's agents call tools themselves; letting the agent start workflows would nest runs without bound.
   forAgent: false,
   longRunning: true,
+  ui: { resourceUri: RUN_VIEW_URI },
   handler: async ({ workflow_id, input }, context: ToolContext) => {
     const handle = await context.workflows.start(context.caller, workflow_id, { input });
     return runToolResult(await context.workflows.complete(handle, context.signal));
@@ -37,6 +39,7 @@ export const workflowResume = defineTool({
   annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: true },
   forAgent: false,
   longRunning: true,
+  ui: { resourceUri: RUN_VIEW_URI },
   handler: async ({ workflow_id, run_id, answer }, context: ToolContext) => {
     const handle = await context.workflows.resume(context.caller, workflow_id, run_id, answer);
     return runToolResult(await context.workflows.complete(handle, context.signal));

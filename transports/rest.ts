@@ -148,9 +148,10 @@ async function streamTurn(
           });
           break;
         }
-        // This stream carries the answer only.
+        // This stream carries the answer only; a stopped one just ends (its client has gone).
         case 'tool_call':
         case 'tool_result':
+        case 'message_cancelled':
           break;
         default:
           write(event);

@@ -1,7 +1,9 @@
+import { join } from 'node:path';
 import { hkdfSync } from 'node:crypto';
 import type { Config } from '../config.js';
 import type { Lifecycle } from '../lifecycle.js';
 import type { Logger } from '../logger.js';
+import { RUN_VIEW_URI, builtViews } from '../mcp/apps.js';
 import { createMcpModule } from '../mcp/mcp.module.js';
 import { McpPolicy } from '../mcp/policy.js';
 import { createAgentModule } from '../modules/agent/index.js';
@@ -195,6 +197,8 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     },
     threadsOf: (userId) => conversations.service.idsOwnedBy(userObject(userId)),
     shutdown: lifecycle,
+    conversations: conversations.service,
+    logger,
   });
   const mcp = createMcpModule({
     policy,
@@ -211,6 +215,8 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
         start: (...args) => builder.service.runs.start(...args),
         resume: (...args) => builder.service.runs.resume(...args),
         complete: (...args) => builder.service.runs.complete(...args),
+        watch: (...args) => builder.service.runs.watch(...args),
+        cancel: (...args) => builder.service.runs.cancel(...args),
       },
     },
     describe: () => ({ llm_provider: llm.provider, model: llm.model, search_provider: search.provider }),
@@ -222,6 +228,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     taskTtlMs: config.mcp.taskTtlSeconds * 1000,
     // A key of its own for sealing MCP questions, derived from the key-encryption key every instance shares.
     requestStateKey: () => new Uint8Array(hkdfSync('sha256', keyEncryption.key(), '', 'mcp request state', 32)),
+    views: builtViews({ [RUN_VIEW_URI]: join(builtWebRoot('run-view'), 'index.html') }),
     // Reached once the builder exists; servers are only built after start-up.
     published: {
       list: () => builder.service.published.list(),

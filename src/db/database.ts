@@ -19,6 +19,7 @@ import type {
 } from '../modules/playground/playground.tables.js';
 import type {
   WorkflowRunsTable,
+  WorkflowRunEventsTable,
   WorkflowTagsTable,
   WorkflowVersionsTable,
   WorkflowsTable,
@@ -70,6 +71,7 @@ export interface Database {
   workflow_tags: WorkflowTagsTable;
   workflow_versions: WorkflowVersionsTable;
   workflow_runs: WorkflowRunsTable;
+  workflow_run_events: WorkflowRunEventsTable;
   oauth_clients: OAuthClientsTable;
   oauth_grants: OAuthGrantsTable;
   oauth_codes: OAuthCodesTable;

@@ -5,6 +5,7 @@ import { type Caller, CallerErrorCode } from '../ports/caller.js';
 import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
+import { type AppViews, VIEW_META, VIEW_RESOURCES, announcesApps, isAppOnly } from './apps.js';
 import type { McpPolicy } from './policy.js';
 import { type PublishedWorkflows, describePublished } from './published.js';
 import { listGatewayTools } from './connected.js';
@@ -41,6 +42,8 @@ export interface McpServerDeps {
   describe: () => Record<string, unknown>;
   /** Workflows published as tools of their own (the builder's; none without it). */
   published?: PublishedWorkflows;
+  /** The MCP App views this server ships (none without them: tools then name no view). */
+  views?: AppViews;
 }
 
 /**
@@ -124,16 +127,44 @@ export function toolConfig(tool: ToolDefinition) {
  * The tools this caller may see: the service's own, then the published workflows it may run, then the tools of
  * connected servers offered to MCP clients.
  */
-export async function listTools(deps: McpServerDeps, caller: Caller | undefined): Promise<Tool[]> {
+export async function listTools(deps: McpServerDeps, caller: Caller | undefined, apps = false): Promise<Tool[]> {
   if (!caller) return [];
-  const names = deps.executor.tools.map((t) => t.name);
-  const visible = new Set(await deps.policy.visibleTools(caller, names));
-  const tools = deps.executor.tools.filter((t) => visible.has(t.name)).map(describeTool);
+  const offered = apps ? deps.executor.tools : deps.executor.tools.filter((t) => !isAppOnly(t.ui));
+  const visible = new Set(
+    await deps.policy.visibleTools(
+      caller,
+      offered.map((t) => t.name),
+    ),
+  );
+  const tools = offered.filter((t) => visible.has(t.name)).map(apps ? describeForApps : describeTool);
   const connected = await listGatewayTools(deps.executor, caller);
   if (!deps.published) return [...tools, ...connected];
   const runnable = await deps.published.runnableBy(caller);
   const published = deps.published.list().filter((w) => runnable.has(w.workflowId));
-  return [...tools, ...published.map(describePublished), ...connected];
+  return [...tools, ...published.map((w) => describePublished(w, apps)), ...connected];
+}
+
+/** Whether a client with these capabilities gets this server's MCP App views (the server ships them, it renders them). */
+export const rendersViews = (deps: McpServerDeps, capabilities: unknown): boolean =>
+  deps.views !== undefined && announcesApps(capabilities);
+
+const describedForApps = new WeakMap<ToolDefinition, Tool>();
+
+/** A tool as a host that renders views sees it: with its view and who may call it (`_meta.ui`). */
+function describeForApps(tool: ToolDefinition): Tool {
+  if (!tool.ui) return describeTool(tool);
+  let listed = describedForApps.get(tool);
+  if (!listed) {
+    listed = { ...describeTool(tool), _meta: { ui: tool.ui } };
+    describedForApps.set(tool, listed);
+  }
+  return listed;
+}
+
+/** The answer for a tool the client cannot call: one only views call, from a client that renders none. */
+export function viewOnlyRefusal(tool: ToolDefinition, apps: boolean): CallToolResult | undefined {
+  if (apps || !isAppOnly(tool.ui)) return undefined;
+  return { content: [{ type: 'text', text: `Tool ${tool.name} not found` }], isError: true };
 }
 
 /**
@@ -151,9 +182,13 @@ export async function callTool(
     onRefusal?: (refusal: ToolRefusal) => void;
     /** The policy point already let this call through (`admitTool`). */
     admitted?: boolean;
+    /** The client renders MCP App views (and so may call the tools only views call). */
+    apps?: boolean;
   },
 ): Promise<CallToolResult> {
   if (!caller) return UNAUTHENTICATED_RESULT;
+  const viewOnly = viewOnlyRefusal(tool, context.apps === true);
+  if (viewOnly) return viewOnly;
   const options = { signal: context.signal, log: context.log };
   const outcome = context.admitted
     ? await deps.executor.runAdmitted(tool, args, caller, options)
@@ -359,3 +394,20 @@ export const PROMPTS: PromptDefinition[] = [
     },
   }),
 ];
+
+/**
+ * The MCP App views as resources: listed to hosts that render views (`resources/list` adds them), read by anyone
+ * who names one (the HTML is the same for everyone and holds nothing of anyone's).
+ */
+export const VIEW_RESOURCE = {
+  resources: VIEW_RESOURCES,
+  listed(deps: McpServerDeps, apps: boolean) {
+    return apps && deps.views ? VIEW_RESOURCES : [];
+  },
+  async read(deps: McpServerDeps, uri: string) {
+    const html = await deps.views?.html(uri);
+    if (html === undefined) throw new CatalogError(RESOURCE_NOT_FOUND, `Resource ${uri} not found`, { uri });
+    const { mimeType } = VIEW_RESOURCES.find((r) => r.uri === uri) ?? VIEW_RESOURCES[0];
+    return { contents: [{ uri, mimeType, text: html, _meta: VIEW_META }] };
+  },
+};

@@ -9,6 +9,7 @@ import { type Caller, principalSubject } from '../ports/caller.js';
 import type { ConnectedTools } from '../ports/connected-tools.js';
 import type { HealthCheck } from '../ports/health.js';
 import { userObject } from '../ports/subjects.js';
+import type { AppViews } from './apps.js';
 import { conversationUri } from './catalog.js';
 import { McpCore } from './core.js';
 import { createMcpMetrics } from './metrics.js';
@@ -32,6 +33,8 @@ export interface McpModuleDeps {
   logger: Logger;
   /** Workflows published as tools of their own. */
   published?: PublishedWorkflows;
+  /** The MCP App views the server ships. */
+  views?: AppViews;
   /** Where tasks are kept, and how a cancel reaches the instance running a task. */
   db: Kysely<Database>;
   broadcast: Broadcast;
@@ -99,6 +102,7 @@ export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
       conversations: services.conversations,
       describe: deps.describe,
       ...(deps.published && { published: deps.published }),
+      ...(deps.views && { views: deps.views }),
     },
     policy,
     metrics,

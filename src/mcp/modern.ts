@@ -32,12 +32,16 @@ import {
   SERVER_CAPABILITIES,
   SERVER_INFO,
   SERVER_INFO_RESOURCE,
+  VIEW_RESOURCE,
   admitTool,
   callTool,
   listTools,
+  rendersViews,
   toolConfig,
   unauthenticated,
+  viewOnlyRefusal,
 } from './catalog.js';
+import { VIEW_META } from './apps.js';
 import { callGatewayTool } from './connected.js';
 import { missingScope } from './policy.js';
 import {
@@ -184,12 +188,13 @@ function serveCatalog(server: McpServer, deps: McpServerDeps, modern: ModernDeps
       args: unknown,
       caller: Caller | undefined,
       signal: AbortSignal,
-      how: { ctx?: ServerContext; admitted?: boolean },
+      how: { ctx?: ServerContext; admitted?: boolean; apps?: boolean },
     ) =>
       callTool(deps, tool, args, caller, {
         signal,
         log: (level, data) => how.ctx?.mcpReq.log(level, data, tool.name) ?? Promise.resolve(),
         admitted: how.admitted === true,
+        apps: how.apps === true,
       });
     // A task's reply carries no structured content, which the SDK would refuse against the output schema: tools
     // that may answer with a task are registered without it (tools/list still shows it, from the catalog).
@@ -215,16 +220,18 @@ function serveCatalog(server: McpServer, deps: McpServerDeps, modern: ModernDeps
         const round = await rounds.answered(ctx, caller, tool);
         if (round && 'result' in round) return round.result;
         // A call the policy point refuses is answered at once, as without a task; no task is started for it.
+        const apps = rendersViews(deps, declared(ctx));
         if (tasks && caller && tool.longRunning && wantsTask(ctx))
           return (
+            viewOnlyRefusal(tool, apps) ??
             (await admitTool(deps, tool, caller)) ??
             taskCreated(
               await tasks
-                .start(caller, tool.name, (signal) => run(args, caller, signal, { admitted: true }))
+                .start(caller, tool.name, (signal) => run(args, caller, signal, { admitted: true, apps }))
                 .catch(rethrown),
             )
           );
-        return rounds.ask(await run(args, caller, ctx.mcpReq.signal, { ctx }), ctx, caller);
+        return rounds.ask(await run(args, caller, ctx.mcpReq.signal, { ctx, apps }), ctx, caller);
       },
     );
   }
@@ -262,7 +269,11 @@ function serveCatalog(server: McpServer, deps: McpServerDeps, modern: ModernDeps
   // Each caller sees only the tools it may use, as on the 2025-era servers.
   // The descriptions are plain JSON Schema, the same for both SDKs; only their declared types differ.
   server.server.setRequestHandler('tools/list', async (_request, ctx) => ({
-    tools: (await listTools(deps, callerOf(ctx))) as unknown as ListToolsResult['tools'],
+    tools: (await listTools(
+      deps,
+      callerOf(ctx),
+      rendersViews(deps, declared(ctx)),
+    )) as unknown as ListToolsResult['tools'],
   }));
   serveGatewayTools(server, deps);
 
@@ -293,6 +304,7 @@ function serveCatalog(server: McpServer, deps: McpServerDeps, modern: ModernDeps
 
   const info = SERVER_INFO_RESOURCE;
   server.registerResource(info.name, info.uri, info.metadata, (uri) => info.read(deps, uri.href));
+  serveViews(server, deps);
   const conversation = CONVERSATION_RESOURCE;
   server.registerResource(
     conversation.name,
@@ -308,6 +320,25 @@ function serveCatalog(server: McpServer, deps: McpServerDeps, modern: ModernDeps
       prompt.get(deps, args, callerOf(ctx)).catch(rethrown),
     );
   }
+}
+
+/** The MCP App views as resources, listed only to a request whose client renders them. */
+function serveViews(server: McpServer, deps: McpServerDeps): void {
+  if (!deps.views) return;
+  for (const view of VIEW_RESOURCE.resources) {
+    const { uri, name, ...metadata } = view;
+    server.registerResource(name, uri, { ...metadata, _meta: VIEW_META }, (url) =>
+      VIEW_RESOURCE.read(deps, url.href).catch(rethrown),
+    );
+  }
+  const handlers = (server.server as unknown as { _requestHandlers: Map<string, ModernHandler> })._requestHandlers;
+  const list = handlers.get('resources/list')!;
+  const viewUris = new Set<string>(VIEW_RESOURCE.resources.map((r) => r.uri));
+  handlers.set('resources/list', async (request, ctx) => {
+    const listed = (await list(request, ctx)) as { resources: { uri: string }[] };
+    if (rendersViews(deps, declared(ctx))) return listed;
+    return { ...listed, resources: listed.resources.filter((r) => !viewUris.has(r.uri)) };
+  });
 }
 
 /** A JSON-RPC response (a result or an error), told apart without validating the whole message. */
@@ -507,7 +538,9 @@ function questionRounds(deps: McpServerDeps, modern: ModernDeps) {
       ctx: ServerContext,
       caller: Caller | undefined,
     ): Promise<CallToolResult | InputRequiredResult> {
-      const waiting = enabled(caller) && asksForms(ctx) ? waitingRun(result) : undefined;
+      // A host that renders the run view asks the question in it (and resumes with workflow_resume).
+      const inForm = enabled(caller) && asksForms(ctx) && !rendersViews(deps, declared(ctx));
+      const waiting = inForm ? waitingRun(result) : undefined;
       if (!waiting) return result;
       const { workflowId, runId, question } = waiting;
       return ask({ kind: 'answer', workflowId, runId, question, key: keyFor('answer') }, ctx);

@@ -2,6 +2,7 @@ import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Caller } from '../ports/caller.js';
+import { RUN_VIEW_URI, WORKFLOW_ID_META_KEY } from './apps.js';
 
 /** A workflow offered as an MCP tool of its own. */
 export interface PublishedWorkflow {
@@ -69,14 +70,18 @@ export const PUBLISHED_ANNOTATIONS = {
   openWorldHint: true,
 };
 
-/** A published workflow as `tools/list` shows it. */
-export function describePublished(workflow: PublishedWorkflow): Tool {
+/**
+ * A published workflow as `tools/list` shows it; to a host that renders views, with the run view and the workflow
+ * it runs (which the view watches).
+ */
+export function describePublished(workflow: PublishedWorkflow, apps = false): Tool {
   return {
     name: workflow.toolName,
     title: workflow.title,
     description: workflow.description,
     inputSchema: INPUT_SCHEMA,
     annotations: { title: workflow.title, ...PUBLISHED_ANNOTATIONS },
+    ...(apps && { _meta: { ui: { resourceUri: RUN_VIEW_URI }, [WORKFLOW_ID_META_KEY]: workflow.workflowId } }),
   };
 }
 

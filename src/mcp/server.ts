@@ -23,11 +23,14 @@ import {
   SERVER_CAPABILITIES,
   SERVER_INFO,
   SERVER_INFO_RESOURCE,
+  VIEW_RESOURCE,
   callTool,
+  rendersViews,
   listTools,
   toolConfig,
 } from './catalog.js';
 import { APPROVAL_SCHEMA, callGatewayTool } from './connected.js';
+import { VIEW_META } from './apps.js';
 import { registerPublishedWorkflows } from './published.js';
 import type { ToolRefusal } from './tools.js';
 
@@ -160,6 +163,7 @@ function sharedHandlers(deps: McpServerDeps): SharedHandlers {
     registry.registerTool(tool.name, toolConfig(tool), (args: unknown, extra) =>
       callTool(deps, tool, args, callerOf(extra), {
         signal: extra.signal,
+        apps: viewsFor(deps, extra),
         log: (level, data) =>
           (extra as InSession)[SESSION]?.sendLoggingMessage({ level, logger: tool.name, data }, extra.sessionId) ??
           Promise.resolve(),
@@ -169,7 +173,7 @@ function sharedHandlers(deps: McpServerDeps): SharedHandlers {
   }
   // Replaces the SDK's list so that each caller sees only the tools it may use.
   registry.server.setRequestHandler(ListToolsRequestSchema, async (_request, extra) => ({
-    tools: await listTools(deps, callerOf(extra)),
+    tools: await listTools(deps, callerOf(extra), viewsFor(deps, extra)),
   }));
   if (deps.published)
     registerPublishedWorkflows(registry, deps.published, (extra) => callerOf(extra as { authInfo?: AuthInfo }));
@@ -178,6 +182,11 @@ function sharedHandlers(deps: McpServerDeps): SharedHandlers {
   serveGatewayTools(registry, deps);
   answerBadParamsAsInvalid(registry.server);
   return { handlers: requestHandlersOf(registry.server), capabilities: capabilitiesOf(registry.server) };
+}
+
+/** Whether the session's client renders this server's MCP App views (it announced the extension at initialize). */
+function viewsFor(deps: McpServerDeps, extra: unknown): boolean {
+  return rendersViews(deps, (extra as InSession)[SESSION]?.getClientCapabilities());
 }
 
 /** The SDK keeps a server's request handlers in a private map: the one place to share or wrap them. */
@@ -268,6 +277,25 @@ function asMcpError(error: unknown): unknown {
 function registerResources(server: McpServer, deps: McpServerDeps): void {
   const info = SERVER_INFO_RESOURCE;
   server.registerResource(info.name, info.uri, info.metadata, (uri) => info.read(deps, uri.href));
+  if (deps.views) {
+    for (const view of VIEW_RESOURCE.resources) {
+      const { uri, name, ...metadata } = view;
+      server.registerResource(name, uri, { ...metadata, _meta: VIEW_META }, (url) =>
+        VIEW_RESOURCE.read(deps, url.href).catch((error: unknown) => {
+          throw asMcpError(error);
+        }),
+      );
+    }
+    // The views are listed only to clients that render them.
+    const handlers = requestHandlersOf(server.server);
+    const list = handlers.get('resources/list')!;
+    const viewUris = new Set<string>(VIEW_RESOURCE.resources.map((r) => r.uri));
+    handlers.set('resources/list', async (request, extra) => {
+      const listed = (await list(request, extra)) as { resources: { uri: string }[] };
+      if (viewsFor(deps, extra)) return listed;
+      return { ...listed, resources: listed.resources.filter((r) => !viewUris.has(r.uri)) };
+    });
+  }
   const conversation = CONVERSATION_RESOURCE;
   server.registerResource(
     conversation.name,

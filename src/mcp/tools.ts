@@ -18,6 +18,7 @@ import {
 } from '../ports/connected-tools.js';
 import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
+import { type ToolUi, isAppOnly } from './apps.js';
 import type { McpMetrics } from './metrics.js';
 import type { McpPolicy } from './policy.js';
 
@@ -32,7 +33,7 @@ export interface ToolServices {
   /** Chat turns with the agent (the agent itself calls tools, so it is reached late-bound through this). */
   chat: ChatTurnService;
   /** Runs of builder workflows (whose agents call tools in turn, so reached late-bound through this). */
-  workflows: Pick<WorkflowRuns, 'start' | 'resume' | 'complete'>;
+  workflows: Pick<WorkflowRuns, 'start' | 'resume' | 'complete' | 'watch' | 'cancel'>;
 }
 
 /** What a tool handler receives besides its arguments. */
@@ -56,6 +57,8 @@ export interface ToolDefinition<Shape extends z.ZodRawShape = z.ZodRawShape> {
   forAgent: boolean;
   /** Whether a client that supports tasks (2026-07-28 Tasks extension) gets a task to poll rather than a wait. */
   longRunning?: boolean;
+  /** MCP Apps: the view its results show in, and whether only a view may call it. */
+  ui?: ToolUi;
   handler: (args: z.output<z.ZodObject<Shape>>, context: ToolContext) => Promise<CallToolResult>;
 }
 
@@ -167,7 +170,8 @@ export class ToolExecutor {
    * own, then those of the connected servers the caller may use.
    */
   async specsFor(caller: Caller, filter: (tool: ToolDefinition) => boolean = (t) => t.forAgent): Promise<ToolSpec[]> {
-    const candidates = this.tools.filter(filter);
+    // A tool only views call is never offered to a model, whatever the filter.
+    const candidates = this.tools.filter((t) => filter(t) && !isAppOnly(t.ui));
     const visible = new Set(
       await this.deps.policy.visibleTools(
         caller,

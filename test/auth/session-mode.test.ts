@@ -95,6 +95,27 @@ describe('session mode: login and the session cookie', () => {
     expect((await call(app, 'GET', '/auth/me', { cookie })).status).toBe(200);
   });
 
+  it('tells a web app whether its cookie signs it in, 200 either way, on every listener that signs in', async () => {
+    const { app } = await start();
+    await createUser(app, 'alice');
+    const { cookie } = await login(app);
+    const id = cookie.slice('session_id='.length).split('.')[0]!;
+    for (const listener of ['main', 'playground', 'builder'] as const) {
+      const state = (options: { cookie?: string } = {}) => call(app, 'GET', '/auth/session', { listener, ...options });
+      expect(await state()).toMatchObject({ status: 200, body: { signed_in: false } });
+      expect(await state({ cookie })).toMatchObject({ status: 200, body: { signed_in: true } });
+      // A forged secret is no sign-in, and the answer says nothing more than that.
+      const forged = await state({ cookie: `session_id=${id}.${randomBytes(32).toString('base64url')}` });
+      expect(forged).toMatchObject({ status: 200, body: { signed_in: false } });
+      expect(Object.keys(forged.body)).toEqual(['signed_in']);
+    }
+    await call(app, 'POST', '/auth/logout', { cookie });
+    expect(await call(app, 'GET', '/auth/session', { cookie })).toMatchObject({
+      status: 200,
+      body: { signed_in: false },
+    });
+  });
+
   it('never falls back from a bad Bearer token to a good cookie', async () => {
     const { app } = await start();
     await createUser(app, 'alice');

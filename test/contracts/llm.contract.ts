@@ -1,5 +1,11 @@
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
-import type { ChatMessage, LlmEvent, LlmProvider, ToolSpec } from '../../src/adapters/llm/port.js';
+import {
+  type ChatMessage,
+  type LlmEvent,
+  type LlmProvider,
+  type ToolSpec,
+  usageOfAborted,
+} from '../../src/adapters/llm/port.js';
 
 /** What the next request should be answered with, for a provider whose backend a test scripts. */
 export type ScriptedAnswer = { text: string } | { toolCalls: { name: string; arguments: Record<string, unknown> }[] };
@@ -137,7 +143,7 @@ export function llmContract(name: string, make: () => Promise<LlmHarness>): void
       expect(completion.finishReason).toBe('stop');
     });
 
-    it('stops streaming with an AbortError when the caller aborts', async () => {
+    it('stops streaming with an AbortError when the caller aborts, which tells what the call used', async () => {
       const words = Array.from({ length: 60 }, (_, i) => `word${i}`).join(' ');
       harness.script({ text: words });
       const controller = new AbortController();
@@ -151,9 +157,18 @@ export function llmContract(name: string, make: () => Promise<LlmHarness>): void
           controller.abort();
         }
       };
-      await expect(consume()).rejects.toMatchObject({ name: 'AbortError' });
+      const error = await consume().then(
+        () => undefined,
+        (thrown: unknown) => thrown,
+      );
+      expect(error).toMatchObject({ name: 'AbortError' });
       expect(received).toHaveLength(1);
       expect(received[0]?.type).toBe('delta');
+      // The prompt was read and one piece of the answer written: the provider's count, or its estimate.
+      const used = usageOfAborted(error);
+      expect(used?.promptTokens).toBeGreaterThan(0);
+      expect(used?.completionTokens).toBeGreaterThan(0);
+      expect(used?.totalTokens).toBe(used!.promptTokens + used!.completionTokens);
     });
 
     it('rejects at once with an AbortError when the signal is already aborted', async () => {

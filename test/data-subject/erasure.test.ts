@@ -151,6 +151,8 @@ describe('DELETE /api/v1/users/me', () => {
         service_principals: 1,
         conversations: 1,
         playground_sessions: 0,
+        // What runs the user started on others' workflows showed (theirs go with their workflows).
+        workflow_run_events: 0,
         workflows: 1,
         mcp_tasks: 0,
         // The personal connection (no account at it: nothing to revoke upstream).

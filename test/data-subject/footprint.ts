@@ -32,6 +32,7 @@ export const STEP_ORDER = [
   'service_principals',
   'conversations',
   'playground_sessions',
+  'workflow_run_events',
   'workflows',
   'mcp_tasks',
   'mcp_connections',

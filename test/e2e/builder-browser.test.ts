@@ -203,6 +203,8 @@ describeWithService('the workflow builder web UI', probeChromium(), () => {
     await connect(page, 'router_1', 'human_1');
     await expect.poll(() => routerCard.getAttribute('data-severity'), { timeout: 10_000 }).toBeNull();
     await page.getByRole('status').filter({ hasText: 'No problems' }).waitFor();
+    // The refusal was about those problems: with them fixed, it has nothing left to say.
+    await expect.poll(() => refused.count()).toBe(0);
 
     await page.getByRole('textbox', { name: 'Workflow name' }).fill('Cat news review');
     await page.locator('.react-flow__pane').click({ position: { x: 40, y: 40 } });

@@ -36,6 +36,8 @@ const OWNED: Record<string, RegExp> = {
   workflow_versions: /'workflow_id'/,
   workflow_tags: /'workflow_id'/,
   workflow_runs: /'workflow_id'/,
+  // What a run showed goes with its workflow's runs, or with the runs its starter started (their erasure).
+  workflow_run_events: /'workflow_id'|'started_by'/,
   // A connection is its owner's ('' for a shared one, which administrators manage).
   mcp_connections: /'owner_id'/,
   // Or through the connection its owner administers (`ownedConnection`).

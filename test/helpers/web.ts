@@ -10,7 +10,7 @@ import { createUser } from './auth.js';
 import { launchChromium } from './browser.js';
 
 /** The service's web apps, each a folder under web/ built into the same folder under dist/web/. */
-export type WebApp = 'playground' | 'builder';
+export type WebApp = 'playground' | 'builder' | 'run-view';
 
 const WEB = 'web';
 /** Where the browser tests leave their screenshots, for a person to look at. */
@@ -80,6 +80,8 @@ export interface WatchedPage {
   external: string[];
   cspViolations: string[];
   pageErrors: string[];
+  /** What the page logged as errors, a failed request's status among them (Chromium logs a 401 so). */
+  consoleErrors: string[];
   /** Saves what the viewport shows as test/artifacts/<app>-<name>.png. */
   shot: (name: string) => Promise<Buffer>;
   /** Fails the test if the page reached outside its origin, broke the Content Security Policy or threw. */
@@ -99,6 +101,7 @@ export async function openWatchedPage(app: WebApp, appUrl: string, options: Watc
   const external: string[] = [];
   const cspViolations: string[] = [];
   const pageErrors: string[] = [];
+  const consoleErrors: string[] = [];
   await page.route('**/*', async (route) => {
     const url = route.request().url();
     if (allowed.some((prefix) => url.startsWith(prefix))) return route.continue();
@@ -107,6 +110,7 @@ export async function openWatchedPage(app: WebApp, appUrl: string, options: Watc
   });
   page.on('console', (message) => {
     if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+    if (message.type() === 'error') consoleErrors.push(`${message.text()} (${message.location().url})`);
   });
   page.on('pageerror', (error) => pageErrors.push(error.message));
   return {
@@ -114,6 +118,7 @@ export async function openWatchedPage(app: WebApp, appUrl: string, options: Watc
     external,
     cspViolations,
     pageErrors,
+    consoleErrors,
     shot: (name) => page.screenshot({ path: `${ARTIFACTS}/${app}-${name}.png`, fullPage: false }),
     expectClean: () => {
       expect(external).toEqual([]);

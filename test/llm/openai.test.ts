@@ -1,6 +1,12 @@
 import { afterEach, describe, expect, it } from 'vitest';
 import { createOpenAiLlm, type OpenAiLlmConfig } from '../../src/adapters/llm/openai.js';
-import type { ChatMessage, LlmEvent, LlmProvider, ToolSpec } from '../../src/adapters/llm/port.js';
+import {
+  type ChatMessage,
+  type LlmEvent,
+  type LlmProvider,
+  type ToolSpec,
+  usageOfAborted,
+} from '../../src/adapters/llm/port.js';
 import { InternalError, RateLimitError, ServiceUnavailableError } from '../../src/errors.js';
 import { llmContract } from '../contracts/llm.contract.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
@@ -321,14 +327,26 @@ describe('openai provider (fake OpenAI-compatible API)', () => {
     expect(deltas).toEqual(['w0', ' w1', ' w2']);
   });
 
-  it('rethrows the caller’s own AbortError as it is', async () => {
+  it('ends in an AbortError that keeps the caller’s own reason, and estimates the prompt it had sent', async () => {
     const { fake, llm } = await setUp();
     fake.delayMs = 10_000;
     const controller = new AbortController();
     const reason = new DOMException('user left', 'AbortError');
-    const pending = llm.complete({ messages: [user('Hi')], signal: controller.signal });
+    const prompt = 'Hi there, tell me about cookies';
+    const pending = llm.complete({ messages: [user(prompt)], signal: controller.signal });
+    await expect.poll(() => fake.requests.length).toBe(1);
     controller.abort(reason);
-    await expect(pending).rejects.toBe(reason);
+    const error = await pending.then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toMatchObject({ name: 'AbortError', cause: reason });
+    // No answer came, so no count: about four characters a token, for the prompt alone.
+    expect(usageOfAborted(error)).toEqual({
+      promptTokens: Math.ceil(prompt.length / 4),
+      completionTokens: 0,
+      totalTokens: Math.ceil(prompt.length / 4),
+    });
   });
 
   it('checks its health against the same endpoint', async () => {

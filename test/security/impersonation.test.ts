@@ -220,6 +220,11 @@ const MATRIX: Record<string, Entry> = {
     kind: { kind: 'self' },
     cases: [{ request: () => ({ method: 'GET', path: '/auth/me' }), owner: OK_MARKED }],
   },
+  'GET /auth/session': {
+    // Whether the request's own session cookie is live: it names no one, and says nothing of whose it is.
+    kind: { kind: 'public' },
+    cases: [{ request: () => ({ method: 'GET', path: '/auth/session' }), owner: OK }],
+  },
   'GET /auth/sessions': {
     kind: { kind: 'self' },
     cases: [{ request: () => ({ method: 'GET', path: '/auth/sessions' }), owner: OK }],
@@ -1311,6 +1316,18 @@ const MATRIX: Record<string, Entry> = {
           path: `/api/builder/workflows/${w.owned.askingWorkflowId}/runs/${w.owned.runId}`,
         }),
         owner: OK_MARKED,
+      },
+    ],
+  },
+  'GET /api/builder/workflows/{workflow_id}/runs/{run_id}/events': {
+    kind: { kind: 'owned', resource: 'workflow run' },
+    cases: [
+      {
+        request: (_c, w) => ({
+          method: 'GET',
+          path: `/api/builder/workflows/${w.owned.askingWorkflowId}/runs/${w.owned.runId}/events`,
+        }),
+        owner: OK,
       },
     ],
   },

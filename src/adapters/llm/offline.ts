@@ -25,7 +25,8 @@ import { collectCompletion, throwIfAborted } from './stream.js';
  * it and the same on every run. After a tool result it always answers in text, never with a new call.
  *
  * **Tokens.** A token is a whitespace-separated word. Prompt tokens are the words of every message's content;
- * completion tokens are the words streamed, or for a tool call the words of `<name> <JSON arguments>`.
+ * completion tokens are the words streamed, or for a tool call the words of `<name> <JSON arguments>`. A stream
+ * the caller stops rejects with an AbortError that counts the prompt and the words streamed until then.
  * `maxTokens` cuts a text answer after that many words and reports finishReason `length`; it does not apply to
  * tool calls.
  *
@@ -60,11 +61,11 @@ async function* streamOffline(request: CompletionRequest, pace: number): AsyncGe
   const answer = decide(request.messages, request.tools ?? []);
 
   if (answer.kind === 'tool') {
-    await nextWord(pace, signal);
-    throwIfAborted(signal);
-    yield { type: 'tool_calls', calls: [answer.call] };
-    throwIfAborted(signal);
     const completionTokens = countWords(`${answer.call.name} ${JSON.stringify(answer.call.arguments)}`);
+    await nextWord(pace, signal);
+    throwIfAborted(signal, usage(promptTokens, 0));
+    yield { type: 'tool_calls', calls: [answer.call] };
+    throwIfAborted(signal, usage(promptTokens, completionTokens));
     yield { type: 'done', usage: usage(promptTokens, completionTokens), finishReason: 'tool_calls' };
     return;
   }
@@ -74,10 +75,11 @@ async function* streamOffline(request: CompletionRequest, pace: number): AsyncGe
   const kept = words.length > limit ? words.slice(0, Math.max(0, limit)) : words;
   for (const [i, word] of kept.entries()) {
     await nextWord(pace, signal);
-    throwIfAborted(signal);
+    // Stopped, the call used the prompt and the words streamed.
+    throwIfAborted(signal, usage(promptTokens, i));
     // A cut answer should not end in the space that separated it from the word that was dropped.
     yield { type: 'delta', text: i === kept.length - 1 && kept.length < words.length ? word.trimEnd() : word };
-    throwIfAborted(signal);
+    throwIfAborted(signal, usage(promptTokens, i + 1));
   }
   yield {
     type: 'done',

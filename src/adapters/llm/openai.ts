@@ -9,7 +9,7 @@ import { CommonErrorCode, InternalError, RateLimitError, ServiceUnavailableError
 import { type CircuitBreaker, CircuitOpenError } from '../breaker/breaker.js';
 import { openAiLlmHealthCheck } from './health.js';
 import { loadOpenAiSdk, loadedOpenAiSdk } from './openai-sdk.js';
-import { abortError, collectCompletion, throwIfAborted } from './stream.js';
+import { NO_USAGE, abortError, collectCompletion, estimateTokens, throwIfAborted } from './stream.js';
 import type {
   ChatMessage,
   CompletionRequest,
@@ -53,8 +53,9 @@ const DEFAULT_RETRY_AFTER_SECONDS = 30;
  * Failures become service errors whose messages are safe to show (never the key, the provider's message or
  * the endpoint): a rejected key → ServiceUnavailableError; a rate limit that outlived the retries →
  * RateLimitError with the provider's `retry-after` (else 30 s); a timeout or an unreachable endpoint →
- * ServiceUnavailableError; a request the provider refuses (4xx) → InternalError; the caller's abort → the
- * AbortError itself.
+ * ServiceUnavailableError; a request the provider refuses (4xx) → InternalError; the caller's abort → the port's
+ * AbortError, whose usage is an estimate (a stopped stream never gets to its usage chunk): the prompt once it was
+ * sent, and what had come of the answer.
  */
 /**
  * Whether a request failed for lack of the provider (no connection, no answer in time, a 5xx after the retries),
@@ -126,8 +127,17 @@ async function* streamOpenAi(
   let stalled = false;
   let watchdog: NodeJS.Timeout | undefined;
   const calls = new Map<number, CallFragments>();
-  let usage: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  let usage: Usage | undefined;
   let reason: ChatCompletionChunk.Choice['finish_reason'] = null;
+  let answered = '';
+  /** What the call used until now (it was sent): the provider's count once it came, else an estimate. */
+  const usedSoFar = (): Usage => {
+    if (usage) return usage;
+    const promptTokens = estimateTokens(promptText(request));
+    const fragments = [...calls.values()].map((call) => `${call.name} ${call.args}`).join(' ');
+    const completionTokens = estimateTokens(answered + fragments);
+    return { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+  };
 
   try {
     let chunks: AsyncIterator<ChatCompletionChunk>;
@@ -178,6 +188,7 @@ async function* streamOpenAi(
       }
       for (const text of [choice.delta.content, choice.delta.refusal]) {
         if (!text) continue;
+        answered += text;
         yield { type: 'delta', text };
         throwIfAborted(signal);
       }
@@ -192,12 +203,26 @@ async function* streamOpenAi(
         arguments: parseArguments(call.args),
       }));
     if (toolCalls.length > 0) yield { type: 'tool_calls', calls: toolCalls };
-    yield { type: 'done', usage, finishReason: toFinishReason(reason, toolCalls.length > 0) };
+    yield { type: 'done', usage: usage ?? NO_USAGE, finishReason: toFinishReason(reason, toolCalls.length > 0) };
+  } catch (error) {
+    // However it was reported, a request the caller stopped ends in the port's AbortError, with what it used.
+    if (signal?.aborted) throw abortError(signal, usedSoFar());
+    throw error;
   } finally {
     signal?.removeEventListener('abort', onAbort);
     // Closes the HTTP stream when the consumer stopped early; a no-op once it has ended.
     controller.abort();
   }
+}
+
+/** The text of a request as the model reads it (messages, the calls in them, the tools offered), for estimates. */
+function promptText(request: CompletionRequest): string {
+  const messages = request.messages.map((message) =>
+    message.role === 'assistant' && message.toolCalls?.length
+      ? `${message.content} ${JSON.stringify(message.toolCalls)}`
+      : message.content,
+  );
+  return [...messages, ...(request.tools ?? []).map((tool) => JSON.stringify(toOpenAiTool(tool)))].join('\n');
 }
 
 function toRequestBody(model: string, request: CompletionRequest): ChatCompletionCreateParamsStreaming {

@@ -49,7 +49,10 @@ export interface CompletionRequest {
   /** Another model of the same provider than the configured one (a workflow's agent node may name one). */
   model?: string;
   tools?: ToolSpec[];
-  /** Cancels the request; the stream then rejects with an AbortError. */
+  /**
+   * Cancels the request; the stream then rejects with an AbortError whose `usage` (`usageOfAborted`) is what the
+   * call used until it stopped: the provider's count when it sent one, else the provider's estimate.
+   */
   signal?: AbortSignal;
   maxTokens?: number;
   temperature?: number;
@@ -70,4 +73,25 @@ export interface LlmProvider {
   /** The whole completion at once (collects `stream`). */
   complete(request: CompletionRequest): Promise<Completion>;
   healthCheck(): HealthCheck;
+}
+
+/**
+ * The AbortError a provider's stream rejects with when the caller stops it: the caller's reason is its cause, and
+ * it says what the call used until then.
+ */
+export class CompletionAborted extends Error {
+  override readonly name = 'AbortError';
+
+  constructor(
+    /** The tokens the call used until it stopped: the provider's count if it sent one, else its estimate. */
+    readonly usage: Usage,
+    reason: unknown,
+  ) {
+    super('The completion was aborted', { cause: reason });
+  }
+}
+
+/** What a stopped completion used, when `error` is the AbortError its provider ended it with. */
+export function usageOfAborted(error: unknown): Usage | undefined {
+  return error instanceof CompletionAborted ? error.usage : undefined;
 }

@@ -1,16 +1,23 @@
 import { CommonErrorCode, InternalError } from '../../errors.js';
-import type { Completion, LlmEvent, ToolCall } from './port.js';
+import { type Completion, CompletionAborted, type LlmEvent, type ToolCall, type Usage } from './port.js';
 
-/** The AbortError the port promises, whatever reason the caller aborted with. */
-export function abortError(signal: AbortSignal): Error {
-  const reason: unknown = signal.reason;
-  return reason instanceof Error && reason.name === 'AbortError'
-    ? reason
-    : new DOMException('The completion was aborted', 'AbortError');
+export const NO_USAGE: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+
+/** The AbortError for a completion `signal` stopped, with what it used until then (nothing by default). */
+export function abortError(signal: AbortSignal, usage: Usage = NO_USAGE): Error {
+  return new CompletionAborted(usage, signal.reason);
 }
 
-export function throwIfAborted(signal: AbortSignal | undefined): void {
-  if (signal?.aborted) throw abortError(signal);
+export function throwIfAborted(signal: AbortSignal | undefined, usage?: Usage): void {
+  if (signal?.aborted) throw abortError(signal, usage);
+}
+
+/**
+ * About how many tokens `text` is for a provider that cannot say (it never sends a count for a stream it did not
+ * finish): a token is about four characters of English text.
+ */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / 4);
 }
 
 /** A provider's `complete`: its own stream, gathered up to the `done` event. */

@@ -1,9 +1,12 @@
 import type { Tracer } from '@opentelemetry/api';
+import type { Logger } from '../../logger.js';
 import type { Module } from '../../ports/module.js';
 import type { Shutdown } from '../../ports/shutdown.js';
+import { subjectOf } from '../../ports/subjects.js';
+import type { ConversationsService } from '../conversations/index.js';
 import type { ModelInfo } from './agent.telemetry.js';
 import type { Agent } from './agent.port.js';
-import { type ChatAdmission, ChatTurnService } from './chat-turn.service.js';
+import { type ChatAdmission, ChatTurnService, type KeepStoppedTurn } from './chat-turn.service.js';
 
 /** What the module builds on first use: the agent graph and the checkpoints it keeps per conversation. */
 export interface BuiltAgent {
@@ -30,6 +33,9 @@ export interface AgentModuleDeps {
   threadsOf: (userId: string) => Promise<string[]>;
   /** The service's shutdown: turns in flight finish within its drain or stop, saying so, at its deadline. */
   shutdown?: Shutdown;
+  /** Where a stopped turn is kept, for the entry points that keep it (the playground); none without. */
+  conversations?: Pick<ConversationsService, 'access' | 'append'>;
+  logger?: Logger;
 }
 
 export interface AgentParts {
@@ -62,6 +68,20 @@ export function createAgentModule(deps: AgentModuleDeps): Module<AgentParts> {
     if (!started) throw new Error('the agent is not started');
     return lazyAgent;
   };
+  const { conversations } = deps;
+  const keepStopped: KeepStoppedTurn | undefined =
+    conversations &&
+    (async (caller, conversationId, messages) => {
+      try {
+        await conversations.access(subjectOf(caller), conversationId, 'owner');
+        await conversations.append(conversationId, messages);
+        // LangGraph's checkpoint holds at most the turn's first steps, and the recorded conversation is the truth:
+        // without a checkpoint, the next turn starts from the record, stopped answer included.
+        await (await built()).deleteThread(conversationId);
+      } catch (err) {
+        deps.logger?.error({ err, conversationId }, 'stopped turn not kept in its conversation');
+      }
+    });
   return {
     name: 'agent',
     service: {
@@ -71,6 +91,7 @@ export function createAgentModule(deps: AgentModuleDeps): Module<AgentParts> {
         ...(deps.tracer && { tracer: deps.tracer }),
         ...(deps.model && { model: deps.model }),
         ...(deps.shutdown && { shutdown: deps.shutdown }),
+        ...(keepStopped && { keepStopped }),
       }),
       agent,
       deleteThread: async (threadId) => (await built()).deleteThread(threadId),

@@ -7,9 +7,10 @@ import {
   type SpanOptions,
   SpanStatusCode,
   type Tracer,
+  createContextKey,
   trace,
 } from '@opentelemetry/api';
-import type { Usage } from '../../adapters/llm/port.js';
+import { type Usage, usageOfAborted } from '../../adapters/llm/port.js';
 
 /*
  * The agent's spans, named and attributed after the OpenTelemetry GenAI semantic conventions: one `invoke_agent`
@@ -58,7 +59,53 @@ export function usageAttributes(usage: Usage): Attributes {
   };
 }
 
-/** Starts a turn's span, a root; its context is the parent of the turn's model and tool spans. */
+/**
+ * What a turn's model calls used, as their spans record it: those that answered, and those stopped half-way (with
+ * the provider's estimate). A turn that ends normally has its usage in its answer; a stopped one has only this.
+ */
+class TurnUsage {
+  #usage: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
+  readonly #calls = new Set<Promise<unknown>>();
+
+  add(usage: Usage): void {
+    this.#usage = {
+      promptTokens: this.#usage.promptTokens + usage.promptTokens,
+      completionTokens: this.#usage.completionTokens + usage.completionTokens,
+      totalTokens: this.#usage.totalTokens + usage.totalTokens,
+    };
+  }
+
+  /** Counts a model call once it has ended. */
+  track(call: Promise<unknown>): void {
+    const settled = call.then(
+      () => undefined,
+      () => undefined,
+    );
+    this.#calls.add(settled);
+    void settled.finally(() => this.#calls.delete(settled));
+  }
+
+  /** The sum, once every call in flight has ended (a stopped one ends as soon as its provider notices). */
+  async total(): Promise<Usage> {
+    while (this.#calls.size > 0) await Promise.all(this.#calls);
+    return this.#usage;
+  }
+}
+
+const TURN_USAGE = createContextKey('agent-service turn usage');
+
+/** What the model calls under a turn's context used (see `startTurnSpan`), once those in flight have ended. */
+export function turnUsageOf(context: Context): Promise<Usage> {
+  const usage = context.getValue(TURN_USAGE);
+  return usage instanceof TurnUsage
+    ? usage.total()
+    : Promise.resolve({ promptTokens: 0, completionTokens: 0, totalTokens: 0 });
+}
+
+/**
+ * Starts a turn's span, a root; its context is the parent of the turn's model and tool spans, and adds up what the
+ * model calls under it use (`turnUsageOf`).
+ */
 export function startTurnSpan(
   tracer: Tracer,
   model: ModelInfo,
@@ -78,10 +125,13 @@ export function startTurnSpan(
     },
     ROOT_CONTEXT,
   );
-  return { span, context: trace.setSpan(ROOT_CONTEXT, span) };
+  return { span, context: trace.setSpan(ROOT_CONTEXT, span).setValue(TURN_USAGE, new TurnUsage()) };
 }
 
-/** Runs `run` in a span that fails with what it throws (or as cancelled, once `signal` is aborted). */
+/**
+ * Runs `run` in a span that fails with what it throws (or as cancelled, once `signal` is aborted); `failed` may
+ * add to the failed span what the error tells.
+ */
 async function inSpan<T>(
   tracer: Tracer,
   parent: Context | undefined,
@@ -90,6 +140,7 @@ async function inSpan<T>(
   run: () => Promise<T>,
   succeeded: (span: Span, result: T) => void,
   signal: AbortSignal | undefined,
+  failed?: (span: Span, error: unknown) => void,
 ): Promise<T> {
   const span = tracer.startSpan(name, options, parent);
   try {
@@ -97,6 +148,7 @@ async function inSpan<T>(
     succeeded(span, result);
     return result;
   } catch (error) {
+    failed?.(span, error);
     failSpan(span, error, signal?.aborted === true);
     throw error;
   } finally {
@@ -104,7 +156,10 @@ async function inSpan<T>(
   }
 }
 
-/** Runs one model call in a `chat <model>` span; `run` reports the call's usage. */
+/**
+ * Runs one model call in a `chat <model>` span; `run` reports the call's usage. A call stopped half-way records the
+ * usage its AbortError carries. Either way the usage counts in the turn's (`turnUsageOf` the parent).
+ */
 export function inModelSpan<T extends { usage: Usage }>(
   tracer: Tracer,
   parent: Context | undefined,
@@ -117,7 +172,9 @@ export function inModelSpan<T extends { usage: Usage }>(
     [ATTR_GEN_AI_PROVIDER_NAME]: model.provider,
     [ATTR_GEN_AI_REQUEST_MODEL]: model.model,
   };
-  return inSpan(
+  const turn = parent?.getValue(TURN_USAGE);
+  const turnUsage = turn instanceof TurnUsage ? turn : undefined;
+  const call = inSpan(
     tracer,
     parent,
     `chat ${model.model}`,
@@ -126,9 +183,18 @@ export function inModelSpan<T extends { usage: Usage }>(
     (span, result) => {
       span.setAttributes({ ...usageAttributes(result.usage), [ATTR_GEN_AI_RESPONSE_MODEL]: model.model });
       span.setStatus({ code: SpanStatusCode.OK });
+      turnUsage?.add(result.usage);
     },
     signal,
+    (span, error) => {
+      const used = usageOfAborted(error);
+      if (!used) return;
+      span.setAttributes(usageAttributes(used));
+      turnUsage?.add(used);
+    },
   );
+  turnUsage?.track(call);
+  return call;
 }
 
 /** Runs one tool call in an `execute_tool <tool>` span; a result marked as an error fails the span. */

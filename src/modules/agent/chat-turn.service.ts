@@ -3,15 +3,18 @@ import { type AppError, toAppError } from '../../errors.js';
 import type { Caller } from '../../ports/caller.js';
 import type { Shutdown } from '../../ports/shutdown.js';
 import { type Context, type Span, SpanStatusCode, type Tracer } from '@opentelemetry/api';
-import { type Agent, type AgentTurn, type MessageResponse, runToCompletion } from './agent.port.js';
+import type { NewMessage } from '../conversations/index.js';
+import { type Agent, type AgentTurn, type MessageResponse, runToCompletion, toUsage } from './agent.port.js';
 import {
   ATTR_GEN_AI_CONVERSATION_ID,
   type ModelInfo,
   NO_TRACER,
   failSpan,
   startTurnSpan,
+  turnUsageOf,
   usageAttributes,
 } from './agent.telemetry.js';
+import { StoppedTurn } from './stopped-turn.js';
 
 const UNKNOWN_MODEL: ModelInfo = { provider: 'unknown', model: 'unknown' };
 
@@ -53,13 +56,19 @@ export interface ChatTurnRequest {
   maxSteps?: number;
   /** Attributes of the turn's span (the playground names its session, which keeps the trace). */
   traceAttributes?: Record<string, string>;
+  /**
+   * Keep the turn in its conversation as far as it came when the caller stops it, so that the next turn continues
+   * from what the caller saw (the playground shows a stopped answer). Otherwise nothing of a stopped turn is kept.
+   */
+  keepStopped?: boolean;
 }
 
 /**
  * What a streamed turn emits, in the spec's stream event names: `content_start`, `content_delta`…,
  * `content_end`, `message_complete`; the tool events in between where the model calls tools. A turn that fails
  * ends with `error` (its AppError, for the wire to render), and so does one the service stops at shutdown (the
- * 503 `SERVICE_STOPPING`); a turn cancelled by its caller just ends.
+ * 503 `SERVICE_STOPPING`); a turn cancelled by its caller ends with `message_cancelled`: what it used until then
+ * (the model's count of the calls that answered, the provider's estimate of the one stopped half-way).
  */
 export type ChatTurnEvent =
   | { type: 'content_start' }
@@ -68,7 +77,14 @@ export type ChatTurnEvent =
   | { type: 'tool_result'; name: string; content: string; isError: boolean; needs?: ToolNeeds }
   | { type: 'content_end' }
   | ({ type: 'message_complete' } & Omit<MessageResponse, 'response'>)
+  | { type: 'message_cancelled'; conversation_id?: string; usage: MessageResponse['usage'] }
   | { type: 'error'; error: AppError };
+
+/**
+ * Keeps a turn its caller stopped in its conversation (see `ChatTurnRequest.keepStopped`). It never rejects: a
+ * turn that could not be kept is reported where the service logs, and its stream ends all the same.
+ */
+export type KeepStoppedTurn = (caller: Caller, conversationId: string, messages: NewMessage[]) => Promise<void>;
 
 export interface ChatTurnDeps {
   /** Late-bound: the agent is started after the entry points are wired. */
@@ -83,6 +99,8 @@ export interface ChatTurnDeps {
    * ends with the service-stopping error. Without it, turns run on until their callers stop them.
    */
   shutdown?: Shutdown;
+  /** Where a stopped turn is kept when its request asks for it; without it, none is. */
+  keepStopped?: KeepStoppedTurn;
 }
 
 /** The context rides with the message as a JSON appendix the model can read. */
@@ -165,26 +183,32 @@ export class ChatTurnService {
   }
 
   /**
-   * Streams an admitted turn. Aborting `signal` (the client left) cancels it: nothing of it is recorded and the
-   * stream ends without an `error` event. When the service stops, the turn may finish within the drain; still
-   * running at the shutdown's deadline, it is cancelled the same way but ends with the service-stopping `error`,
-   * so that its client can tell the cut from an answer. Never throws: a failure is the last event.
+   * Streams an admitted turn. Aborting `signal` (the client left, or stopped the answer) cancels it: the stream
+   * ends with `message_cancelled` and its usage, and the turn is kept in its conversation as far as it came only
+   * when the request asks for it. When the service stops, the turn may finish within the drain; still running at
+   * the shutdown's deadline, it is cancelled but ends with the service-stopping `error`, so that its client can
+   * tell the cut from an answer. Never throws: a failure is the last event.
    */
   async *stream(request: ChatTurnRequest, signal: AbortSignal): AsyncGenerator<ChatTurnEvent, void, undefined> {
     yield { type: 'content_start' };
     const { span, context } = this.#startSpan(request);
     const turnSignal = this.#untilDeadline(signal);
     let finished = false;
+    let conversationId = request.conversationId;
+    const soFar = new StoppedTurn();
     try {
       for await (const event of this.deps.agent().run(agentTurn(request, turnSignal, context))) {
         switch (event.type) {
           case 'delta':
+            soFar.delta(event.text);
             yield { type: 'content_delta', delta: event.text };
             break;
           case 'tool_call':
+            soFar.toolCall(event.name, event.args);
             yield { type: 'tool_call', name: event.name, args: event.args };
             break;
           case 'tool_result':
+            soFar.toolResult(event.name, event.content);
             yield {
               type: 'tool_result',
               name: event.name,
@@ -202,15 +226,32 @@ export class ChatTurnService {
             break;
           }
           case 'started':
+            conversationId = event.conversationId;
             span.setAttribute(ATTR_GEN_AI_CONVERSATION_ID, event.conversationId);
             break;
         }
       }
     } catch (thrown) {
-      failSpan(span, thrown, turnSignal.aborted);
       finished = true;
       const error = turnSignal.aborted ? this.#stoppedByShutdown(signal) : toAppError(thrown);
-      if (error) yield { type: 'error', error };
+      if (error) {
+        failSpan(span, thrown, turnSignal.aborted);
+        yield { type: 'error', error };
+        return;
+      }
+      // Stopped by its caller: the turn used what its model calls used until then, in its trace as in its answer.
+      const usage = await turnUsageOf(context);
+      span.setAttributes(usageAttributes(usage));
+      failSpan(span, thrown, true);
+      if (request.keepStopped && conversationId && this.deps.keepStopped) {
+        const asked = withContext(request.query, request.context);
+        await this.deps.keepStopped(request.caller, conversationId, soFar.messages(asked, usage));
+      }
+      yield {
+        type: 'message_cancelled',
+        ...(conversationId && { conversation_id: conversationId }),
+        usage: toUsage(usage),
+      };
     } finally {
       // Stopped before its end: the client left, or the consumer stopped reading.
       if (!finished) failSpan(span, new Error('cancelled'), true);

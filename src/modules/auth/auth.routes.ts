@@ -1,7 +1,7 @@
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { BadRequestError, CommonErrorCode, UnauthorizedError } from '../../errors.js';
-import { SESSION_COOKIE, callerOf } from '../../http/authenticate.js';
+import { SESSION_COOKIE, callerOf, sessionCookieOf } from '../../http/authenticate.js';
 import { type RouteGroup, defineRoute } from '../../http/route.js';
 import type { UsersService } from '../users/index.js';
 import { clientInfo } from '../../http/request-context.js';
@@ -99,6 +99,10 @@ const SessionInfo = z
     is_current: z.boolean(),
   })
   .meta({ id: 'SessionRecord' });
+
+const SignInState = z
+  .object({ signed_in: z.boolean().describe("Whether the request's session cookie is a live session") })
+  .meta({ id: 'SignInState' });
 
 const SessionList = z
   .object({ sessions: z.array(SessionInfo), total: z.number().int(), max_concurrent: z.number().int() })
@@ -281,6 +285,29 @@ export function authRoutes(deps: AuthRouteDeps): [RouteGroup, RouteGroup, RouteG
             created_at: user.createdAt,
             last_login: user.lastLogin,
           };
+        },
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/session',
+        operationId: 'getSignInState',
+        summary: 'Whether the session cookie signs this browser in',
+        description:
+          'For web apps, which cannot read their HttpOnly `session_id` cookie: whether it is a live session, ' +
+          'answered 200 either way, so that a browser that is signed out is not refused (GET /auth/me answers it ' +
+          '401). Only the cookie counts; it tells nothing of whose session it is (GET /auth/me does, with it).',
+        access: 'public',
+        responses: { 200: { description: 'The sign-in state', schema: SignInState } },
+        handler: async ({ req }) => {
+          const cookie = sessionCookieOf(req);
+          if (!cookie) return { signed_in: false };
+          try {
+            await auth.authenticateSession(cookie);
+            return { signed_in: true };
+          } catch (error) {
+            if (error instanceof UnauthorizedError) return { signed_in: false };
+            throw error;
+          }
         },
       }),
       defineRoute({

@@ -46,6 +46,7 @@ export function createBuilderModule(deps: BuilderModuleDeps): Module<BuilderPart
     erasure: [
       { step: 'checkpoints', run: ({ user }) => builder.eraseCheckpointsOf(userObject(user.id)) },
       { step: 'authorization_tuples', run: ({ user }) => builder.eraseTuplesOf(userObject(user.id)) },
+      { step: 'workflow_run_events', run: ({ user, db }) => runs.eraseEventsOf(db, userObject(user.id)) },
       { step: 'workflows', run: ({ user, db }) => builder.eraseRowsOf(db, userObject(user.id)) },
     ],
     start: () => published.load((id, version) => builder.definitionOf(id, version)),

@@ -17,6 +17,7 @@ import {
   Publication,
   ResourceInfo,
   RollbackRequest,
+  RecordedRunEvent,
   Run,
   ToolInfo,
   UpdateWorkflow,
@@ -219,6 +220,18 @@ export function builderRoutes({ builder, runs, config }: BuilderRouteDeps): Rout
         request: { params: runParams },
         responses: { 200: { description: 'The run', schema: Run }, 404: { description: 'No such run' } },
         handler: ({ params, req }) => runs.get(callerOf(req), params.workflow_id, params.run_id),
+      }),
+      defineRoute({
+        method: 'get',
+        path: '/workflows/:workflow_id/runs/:run_id/events',
+        operationId: 'listWorkflowRunEvents',
+        summary: "What a run showed as it went, in order (a node's streamed text in pieces)",
+        request: { params: runParams },
+        responses: {
+          200: { description: 'The events', schema: z.array(RecordedRunEvent) },
+          404: { description: 'No such run' },
+        },
+        handler: ({ params, req }) => runs.events(callerOf(req), params.workflow_id, params.run_id),
       }),
       defineRoute({
         method: 'post',

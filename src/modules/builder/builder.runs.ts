@@ -21,7 +21,22 @@ import type { WorkflowTools } from './builder.ports.js';
 import { type RuntimeEvent, WorkflowToolError, serviceRuntime } from './builder.runtime.js';
 import type * as schemas from './builder.schemas.js';
 import { type BuilderService, runThread } from './builder.service.js';
-import { type RunRow, claimRun, findRun, insertRun, listRuns, updateRun } from './builder.store.js';
+import { RunRecorder } from './builder.run-events.js';
+import {
+  type RunEventRow,
+  type RunRow,
+  type Executor,
+  claimRun,
+  deleteRunEventsStartedBy,
+  findRunStartedBy,
+  findRun,
+  insertRun,
+  lastEventSeq,
+  listRuns,
+  newestRunStartedBy,
+  runEventsAfter,
+  updateRun,
+} from './builder.store.js';
 
 export type RunView = z.output<typeof schemas.Run>;
 
@@ -35,6 +50,37 @@ export type RunEvent =
   | { type: 'interrupt'; run_id: string; node_id: string; question: string }
   | { type: 'error'; run_id: string; code: string; message: string }
   | { type: 'end'; run_id: string; status: RunView['status']; output: string | null; path: string[] };
+
+/** An event as the run showed it, with when (`at`) and its place in the run (`seq`, from 1). */
+export type RecordedRunEvent = RunEvent & { seq: number; at: string };
+
+/** The most events one read returns. */
+export const MAX_EVENTS = 5_000;
+
+export function recordedEvent(row: RunEventRow): RecordedRunEvent {
+  return { ...(JSON.parse(row.event) as RunEvent), seq: row.seq, at: row.at };
+}
+
+/** The most events one watch returns (a view reads on from the last it got). */
+const WATCH_EVENTS = 500;
+
+/** What a watcher of a run reads (`RunWatch` in the schemas): the run, its events after a place, and its graph. */
+export interface RunWatch {
+  run: RunView | null;
+  events: RecordedRunEvent[];
+  /** Where the next read goes on from. */
+  next: number;
+  /** The service's clock: a watcher that has not got a run yet asks for those started since. */
+  now: string;
+  graph?: {
+    name: string;
+    nodes: { id: string; type: NodeType; position?: { x: number; y: number }; data: { label?: string } }[];
+    edges: { id: string; source: string; target: string; label?: string }[];
+  };
+}
+
+/** A watcher that names no time looks for runs started in the minute before it asked. */
+const minuteBefore = (iso: string): string => new Date(Date.parse(iso) - 60_000).toISOString();
 
 /** A run admitted to go on: what it is, and its events once the caller reads them. */
 export interface RunHandle {
@@ -177,6 +223,60 @@ export class WorkflowRuns {
     return runView(run);
   }
 
+  /** What a run showed as it went, in order, as a viewer of its workflow may see it; `at` is when each came. */
+  async events(caller: Caller, workflowId: string, runId: string): Promise<RecordedRunEvent[]> {
+    await this.deps.builder.access(caller, workflowId, 'viewer');
+    const run = await findRun(this.deps.db, workflowId, runId);
+    if (!run) throw runNotFound(runId);
+    return (await runEventsAfter(this.deps.db, run, 0, MAX_EVENTS)).map(recordedEvent);
+  }
+
+  /**
+   * A run as its caller watches it (an MCP App view): the run (the one named, or the caller's newest of the workflow
+   * started since `since`, before a tool result names it), what it showed after `after`, and, on the first read, the
+   * workflow's graph as the run's version has it. Only runs the caller started are seen; any other is no run.
+   */
+  async watch(
+    caller: Caller,
+    query: { workflowId: string; runId?: string | undefined; since?: string | undefined; after: number },
+  ): Promise<RunWatch> {
+    const subject = subjectOf(caller);
+    const now = this.deps.now().toISOString();
+    const row = query.runId
+      ? await findRunStartedBy(this.deps.db, subject, query.workflowId, query.runId)
+      : await newestRunStartedBy(this.deps.db, subject, query.workflowId, query.since ?? minuteBefore(now));
+    if (!row) {
+      if (query.runId) throw runNotFound(query.runId);
+      return { run: null, events: [], next: 0, now };
+    }
+    const events = (await runEventsAfter(this.deps.db, row, query.after, WATCH_EVENTS)).map(recordedEvent);
+    const next = events.at(-1)?.seq ?? query.after;
+    if (query.after > 0) return { run: runView(row), events, next, now };
+    const workflow = await this.deps.builder.definitionOf(row.workflow_id, row.version);
+    // The shape of the workflow only: a caller who may run it may not be one who may read its prompts.
+    const graph = {
+      name: workflow.name,
+      nodes: workflow.nodes.map(({ id, type, position, data }) => ({
+        id,
+        type,
+        ...(position && { position }),
+        data: data.label === undefined ? {} : { label: data.label },
+      })),
+      edges: workflow.edges.map(({ id, source, target, label }) => ({
+        id,
+        source,
+        target,
+        ...(label !== undefined && { label }),
+      })),
+    };
+    return { run: runView(row), events, next, now, graph };
+  }
+
+  /** Erasure, inside its transaction: what the runs the user started showed (their inputs and answers among it). */
+  eraseEventsOf(db: Executor, subject: string): Promise<number> {
+    return deleteRunEventsStartedBy(db, subject);
+  }
+
   /**
    * Runs to the end or the next pause without streaming: the run as it then stands. A resume whose answer the run
    * could not take is an error (503): the run still waits, as it did.
@@ -203,7 +303,34 @@ export class WorkflowRuns {
     };
   }
 
+  /** The run's events as it goes, each kept beside the run too (written in full before the last is read). */
   async *#events(
+    caller: Caller,
+    run: RunRow,
+    input: RunInput,
+    signal: AbortSignal,
+    asked?: Asked,
+  ): AsyncGenerator<RunEvent> {
+    const { deps } = this;
+    const lastSeq =
+      'start' in input
+        ? 0
+        : await lastEventSeq(deps.db, run).catch((err: unknown) => {
+            deps.logger.warn({ err, run: run.id }, 'run events not read');
+            return 0;
+          });
+    const recorder = new RunRecorder(deps, run, lastSeq);
+    try {
+      for await (const event of this.#stream(caller, run, input, signal, asked)) {
+        recorder.add(event);
+        yield event;
+      }
+    } finally {
+      await recorder.close();
+    }
+  }
+
+  async *#stream(
     caller: Caller,
     run: RunRow,
     input: RunInput,
@@ -346,7 +473,7 @@ function failureOf(
   return { status: 'failed', code: 'internal_error', message: 'The run failed on an internal error' };
 }
 
-function runView(row: RunRow): RunView {
+export function runView(row: RunRow): RunView {
   return {
     run_id: row.id,
     workflow_id: row.workflow_id,

@@ -151,6 +151,25 @@ export const Run = z
   })
   .meta({ id: 'WorkflowRun' });
 
+/** An event as a run showed it (the run stream's events), with its place in the run and when it came. */
+export const RecordedRunEvent = z
+  .looseObject({
+    type: z.enum([
+      'run_started',
+      'node_started',
+      'node_finished',
+      'token',
+      'tool_call',
+      'tool_result',
+      'interrupt',
+      'error',
+      'end',
+    ]),
+    seq: z.number().int().min(1),
+    at: timestamp,
+  })
+  .meta({ id: 'WorkflowRunEvent' });
+
 export const RunRequest = z
   .object({
     input: z.string().max(20_000).default(''),

@@ -1,11 +1,18 @@
 import type { Kysely, Selectable, Transaction } from 'kysely';
 import type { Database } from '../../db/database.js';
-import type { RunStatus, WorkflowRunsTable, WorkflowVersionsTable, WorkflowsTable } from './builder.tables.js';
+import type {
+  RunStatus,
+  WorkflowRunEventsTable,
+  WorkflowRunsTable,
+  WorkflowVersionsTable,
+  WorkflowsTable,
+} from './builder.tables.js';
 
 export type Executor = Kysely<Database> | Transaction<Database>;
 export type WorkflowRow = Selectable<WorkflowsTable>;
 export type VersionRow = Selectable<WorkflowVersionsTable>;
 export type RunRow = Selectable<WorkflowRunsTable>;
+export type RunEventRow = Selectable<WorkflowRunEventsTable>;
 /** A run as every write on it names it: by its id and its workflow. */
 export type RunKey = Pick<RunRow, 'id' | 'workflow_id'>;
 
@@ -122,6 +129,10 @@ export async function listWorkflows(
 export async function deleteWorkflow(db: Executor, id: string): Promise<void> {
   // Keyed by workflow alone by design: the service deletes only a workflow `access` admitted as owner.
   await db.deleteFrom('workflows').where('id', '=', id).execute();
+  await db
+    .deleteFrom('workflow_run_events')
+    .where('run_id', 'in', db.selectFrom('workflow_runs').select('id').where('workflow_id', '=', id))
+    .execute();
   await db.deleteFrom('workflow_runs').where('workflow_id', '=', id).execute();
   await db.deleteFrom('workflow_versions').where('workflow_id', '=', id).execute();
   await db.deleteFrom('workflow_tags').where('workflow_id', '=', id).execute();
@@ -208,4 +219,87 @@ export async function claimRun(
     .where('status', '=', from)
     .executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
+}
+
+/** The newest run of the workflow that the subject started: a run view's guess before the tool result names it. */
+export function newestRunStartedBy(
+  db: Executor,
+  startedBy: string,
+  workflowId: string,
+  since: string,
+): Promise<RunRow | undefined> {
+  return db
+    .selectFrom('workflow_runs')
+    .selectAll()
+    .where('started_by', '=', startedBy)
+    .where('workflow_id', '=', workflowId)
+    .where('created_at', '>=', since)
+    .orderBy('created_at', 'desc')
+    .orderBy('id', 'desc')
+    .limit(1)
+    .executeTakeFirst();
+}
+
+/** A run of the workflow that the subject started (a run view reaches only its caller's own runs). */
+export function findRunStartedBy(
+  db: Executor,
+  startedBy: string,
+  workflowId: string,
+  runId: string,
+): Promise<RunRow | undefined> {
+  return db
+    .selectFrom('workflow_runs')
+    .selectAll()
+    .where('id', '=', runId)
+    .where('workflow_id', '=', workflowId)
+    .where('started_by', '=', startedBy)
+    .executeTakeFirst();
+}
+
+/** The last place taken in a run's events (0 for none): a resume numbers its events on from there. */
+export async function lastEventSeq(db: Executor, run: RunKey): Promise<number> {
+  const row = await db
+    .selectFrom('workflow_run_events')
+    .select((eb) => eb.fn.max('seq').as('seq'))
+    .where('run_id', '=', run.id)
+    .where('run_id', 'in', db.selectFrom('workflow_runs').select('id').where('workflow_id', '=', run.workflow_id))
+    .executeTakeFirst();
+  return Number(row?.seq ?? 0);
+}
+
+export async function insertRunEvents(db: Executor, rows: RunEventRow[]): Promise<void> {
+  if (rows.length > 0) await db.insertInto('workflow_run_events').values(rows).execute();
+}
+
+/**
+ * A run's events after `after`, in order: the run reached through its workflow, and, for a caller who may see only
+ * the runs they started (a run view), through them too.
+ */
+export function runEventsAfter(
+  db: Executor,
+  run: RunKey & { started_by?: string },
+  after: number,
+  limit: number,
+): Promise<RunEventRow[]> {
+  let runs = db.selectFrom('workflow_runs').select('id').where('id', '=', run.id);
+  runs = runs.where('workflow_id', '=', run.workflow_id);
+  if (run.started_by !== undefined) runs = runs.where('started_by', '=', run.started_by);
+  return db
+    .selectFrom('workflow_run_events')
+    .selectAll()
+    .where('run_id', '=', run.id)
+    .where('run_id', 'in', runs)
+    .where('seq', '>', after)
+    .orderBy('seq')
+    .limit(limit)
+    .execute();
+}
+
+/** Erasure: the events of the runs the subject started (on anyone's workflow: their inputs and answers). */
+export async function deleteRunEventsStartedBy(db: Executor, startedBy: string): Promise<number> {
+  const result = await db
+    .deleteFrom('workflow_run_events')
+    .where('run_id', 'in', db.selectFrom('workflow_runs').select('id').where('started_by', '=', startedBy))
+    .executeTakeFirst();
+  return Number(result.numDeletedRows);
 }

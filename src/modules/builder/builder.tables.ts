@@ -46,3 +46,12 @@ export interface WorkflowRunsTable {
   created_at: string;
   updated_at: string;
 }
+
+export interface WorkflowRunEventsTable {
+  run_id: string;
+  /** The event's place in its run, from 1, across the run's resumes. */
+  seq: number;
+  at: string;
+  /** JSON: the event as the run stream sends it. */
+  event: string;
+}

@@ -24,6 +24,7 @@ const PLAN: readonly Omit<ErasureStep, 'run'>[] = [
   inside('service_principals'),
   inside('conversations'),
   inside('playground_sessions'),
+  inside('workflow_run_events'),
   inside('workflows'),
   inside('mcp_tasks'),
   inside('mcp_connections'),

@@ -88,7 +88,7 @@ export function playgroundRoutes({ playground, config }: PlaygroundRouteDeps): R
         summary: 'Stop the turn running in a session',
         description:
           'Works from any instance, whichever runs the turn: its stream ends with `end` marked cancelled, and the ' +
-          'partial answer is kept.',
+          'partial answer is kept with the tokens it used, also in what the model is sent on the next turn.',
         request: { params: sessionParams },
         responses: {
           202: { description: 'The turn is being stopped', schema: z.object({ message: z.string() }) },

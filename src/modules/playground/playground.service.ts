@@ -311,7 +311,8 @@ export class PlaygroundService {
   /**
    * Runs one admitted turn and streams it. The user's message and the answer are stored with the tool calls, the
    * usage and the latency; aborting `signal` stops the model and the tools, and the partial answer is stored
-   * marked cancelled. Never throws once started: a failure is the last event.
+   * marked cancelled, with what it used, and kept in the conversation the model sees next turn. Never throws once
+   * started: a failure is the last event.
    */
   async *turn(
     caller: Caller,
@@ -375,6 +376,8 @@ export class PlaygroundService {
         query: message,
         ...(session.conversation_id && { conversationId: session.conversation_id }),
         traceAttributes: { [SESSION_ATTRIBUTE]: session.id },
+        // The stopped answer stays on the page, so it stays in what the model sees next turn.
+        keepStopped: true,
       },
       signal,
     );
@@ -420,6 +423,10 @@ export class PlaygroundService {
             usage = event.usage;
             conversationId = event.conversation_id;
             model = event.model;
+            break;
+          case 'message_cancelled':
+            usage = event.usage;
+            conversationId = event.conversation_id ?? conversationId;
             break;
           case 'error':
             failure = event.error;

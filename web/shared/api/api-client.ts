@@ -176,9 +176,16 @@ export class ApiClient {
   /**
    * Finds out whether this tab is already signed in: with the stored token pair, or with the session cookie
    * (password sign-in in session mode, or the return from single sign-on). Resolves to null when not.
+   *
+   * Without a token pair, it first asks whether the cookie (which this page cannot read: it is HttpOnly) is a live
+   * session: a browser that is signed out is the usual case on a first visit, and GET /auth/me would refuse it
+   * with a 401 the browser reports as an error.
    */
   async restore(signal?: AbortSignal): Promise<CurrentUser | null> {
-    if (this.#credentials === null) this.#credentials = { kind: 'cookie' };
+    if (this.#credentials === null) {
+      if (!(await this.#cookieSignsIn(signal))) return null;
+      this.#credentials = { kind: 'cookie' };
+    }
     try {
       return await this.me(signal);
     } catch (error) {
@@ -186,6 +193,20 @@ export class ApiClient {
         this.#setCredentials(null);
         return null;
       }
+      throw error;
+    }
+  }
+
+  /**
+   * Whether the session cookie is a live session (GET /auth/session). An older service without that route may
+   * still have one: GET /auth/me then finds out.
+   */
+  async #cookieSignsIn(signal?: AbortSignal): Promise<boolean> {
+    try {
+      const state = await this.request<{ signed_in?: unknown }>('/auth/session', { signal });
+      return state?.signed_in === true;
+    } catch (error) {
+      if (error instanceof ApiError && error.status === 404) return true;
       throw error;
     }
   }

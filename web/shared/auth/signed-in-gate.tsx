@@ -1,6 +1,7 @@
 import type { ReactNode } from 'react';
 import type { ApiClient, CurrentUser } from '../api/api-client';
 import { describeError } from '../api/api-error';
+import { modelLabel } from '../ui/model-label';
 import { useAsync } from '../ui/use-async';
 import { SignInForm } from './sign-in-form';
 import { useAuth } from './use-auth';
@@ -9,6 +10,7 @@ import { useAuth } from './use-auth';
 export interface GateConfig {
   version: string;
   model: string;
+  llm_provider?: string;
   sso: { enabled: boolean; login_url?: string };
 }
 
@@ -90,7 +92,7 @@ export function SignedInGate<C extends GateConfig>({
     return (
       <SignInForm
         title={title}
-        subtitle={`Version ${cfg.version} · ${cfg.model}`}
+        subtitle={`Version ${cfg.version} · ${modelLabel(cfg)}`}
         notice={auth.state.notice}
         ssoLoginUrl={cfg.sso.enabled ? (cfg.sso.login_url ?? '/auth/sso/login') : undefined}
         onSignIn={auth.signIn}

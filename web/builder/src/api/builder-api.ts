@@ -280,6 +280,12 @@ export function createBuilderApi(client: ApiClient) {
     runs: (id: string, signal?: AbortSignal) => client.request<Run[]>(`${workflowPath(id)}/runs`, { signal }),
     run: (id: string, runId: string, signal?: AbortSignal) =>
       client.request<Run>(`${workflowPath(id)}/runs/${encodeURIComponent(runId)}`, { signal }),
+    /**
+     * What a run showed, as the stream's events each with its `at` (read them with `toRunEvents`). A 404 when the
+     * service kept no events for the run, or does not keep them at all.
+     */
+    runEvents: (id: string, runId: string, signal?: AbortSignal) =>
+      client.request<unknown>(`${workflowPath(id)}/runs/${encodeURIComponent(runId)}/events`, { signal }),
 
     publish: (id: string) =>
       client.request<{ published: true; tool_name: string }>(`${workflowPath(id)}/publish`, { method: 'POST' }),

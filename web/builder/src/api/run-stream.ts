@@ -3,7 +3,7 @@ import { readServerSentEvents } from '../../../shared/api/sse';
 import { builderErrorFrom, type RunStatus } from './builder-api';
 
 /** What a workflow run streams, one server-sent event each. Node types are strings: a newer service may add some. */
-export type RunEvent =
+type RunEventBody =
   | { type: 'run_started'; run_id: string; workflow_id: string; version: number }
   | { type: 'node_started'; node_id: string; node_type: string }
   | { type: 'token'; node_id: string; text: string }
@@ -14,10 +14,22 @@ export type RunEvent =
   | { type: 'end'; run_id: string; status: RunStatus; output: string | null; path: string[] }
   | { type: 'error'; run_id?: string; code?: string; message: string };
 
+/**
+ * A run event, with `at` (an ISO timestamp) when the service says when it happened: a run's recorded events always
+ * do; a live stream's may not, and then the moment it arrived stands in.
+ */
+export type RunEvent = RunEventBody & { at?: string };
+
 const str = (value: unknown, fallback = ''): string => (typeof value === 'string' ? value : fallback);
 
 /** Reads one event from its wire form; unknown types give undefined (a newer service may send more). */
 export function toRunEvent(type: string, d: Record<string, unknown>): RunEvent | undefined {
+  const event = toRunEventBody(type, d);
+  if (event === undefined || typeof d.at !== 'string' || Number.isNaN(Date.parse(d.at))) return event;
+  return { ...event, at: d.at };
+}
+
+function toRunEventBody(type: string, d: Record<string, unknown>): RunEventBody | undefined {
   switch (type) {
     case 'run_started':
       return {
@@ -61,6 +73,22 @@ export function toRunEvent(type: string, d: Record<string, unknown>): RunEvent |
     default:
       return undefined;
   }
+}
+
+/**
+ * A run's recorded events, as `GET …/runs/:run_id/events` answers them (the stream's events, each with `at`, a
+ * node's tokens possibly joined into longer ones). Entries it cannot read are left out.
+ */
+export function toRunEvents(body: unknown): RunEvent[] {
+  if (!Array.isArray(body)) return [];
+  const events: RunEvent[] = [];
+  for (const entry of body) {
+    if (typeof entry !== 'object' || entry === null) continue;
+    const record = entry as Record<string, unknown>;
+    const event = typeof record.type === 'string' ? toRunEvent(record.type, record) : undefined;
+    if (event) events.push(event);
+  }
+  return events;
 }
 
 /**

@@ -35,6 +35,8 @@ export interface Message {
   timestamp: string;
   tool_calls?: ToolCall[];
   cancelled?: boolean;
+  /** Assistant messages: what the answer used (for a stopped one, until it stopped). */
+  usage?: Usage;
 }
 
 export interface SessionDetail extends Session {
@@ -101,6 +103,8 @@ export function createPlaygroundApi(client: ApiClient) {
       client.request<Session>(sessionPath(id), { method: 'PATCH', body: { name } }),
     deleteSession: (id: string) => client.request<void>(sessionPath(id), { method: 'DELETE' }),
     getSession: (id: string, signal?: AbortSignal) => client.request<SessionDetail>(sessionPath(id), { signal }),
+    /** Stops the turn running in the session, wherever it runs: its stream then ends with `end` marked cancelled. */
+    cancelTurn: (id: string) => client.request<{ message: string }>(`${sessionPath(id)}/cancel`, { method: 'POST' }),
 
     traces: (sessionId: string, signal?: AbortSignal) =>
       client.request<Span[]>('/api/playground/observability/traces', {

@@ -34,8 +34,17 @@ export const DEFAULT_EDGE = {
   markerEnd: { type: MarkerType.ArrowClosed, width: 18, height: 18 },
 } as const;
 const DELETE_KEYS = ['Delete', 'Backspace'];
-const FIT_VIEW = { padding: 0.12, maxZoom: 1.1 } as const;
 const MINIMAP_SIZE = { width: 168, height: 112 } as const;
+/** React Flow's margin around its panels (the minimap, the zoom controls). */
+const PANEL_MARGIN_PX = 15;
+/**
+ * Fitting the view leaves the band along the bottom that the minimap and the zoom controls sit in, so that no node
+ * is fitted under them.
+ */
+const FIT_VIEW = {
+  padding: { top: '32px', left: '40px', right: '40px', bottom: `${MINIMAP_SIZE.height + 2 * PANEL_MARGIN_PX}px` },
+  maxZoom: 1.1,
+} as const;
 
 /** Roughly half a node, so a node dropped or added lands centred where it was meant to. */
 const HALF_NODE = { x: 100, y: 40 };

@@ -1,5 +1,5 @@
 import { ReactFlowProvider, useReactFlow } from '@xyflow/react';
-import { useCallback, useEffect, useId, useMemo, useReducer, useRef, useState } from 'react';
+import { useCallback, useEffect, useId, useMemo, useReducer, useRef, useState, type CSSProperties } from 'react';
 import type { ApiClient } from '../../../../shared/api/api-client';
 import { describeError } from '../../../../shared/api/api-error';
 import { ConnectionsPanel } from '../../../../shared/connections/connections-panel';
@@ -28,6 +28,7 @@ import {
   UndoIcon,
 } from '../../ui/icons';
 import { Modal } from '../../ui/modal';
+import { PanelResizer, usePanelWidth } from '../../ui/panel-resizer';
 import { Tabs, tabIds } from '../../ui/tabs';
 import { CodePanel } from '../code/code-panel';
 import { HistoryPanel } from '../history/history-panel';
@@ -97,6 +98,25 @@ type SideTab = 'properties' | 'history' | 'code' | 'run';
 
 /** How long a notice stays above the canvas. */
 const INFO_BANNER_MS = 8000;
+
+/**
+ * The side panel's width bounds (the default is the stylesheet's `--side-width`): at its narrowest its tabs still
+ * show in full; at its widest the palette and at least `CANVAS_MIN_PX` of canvas stay beside it.
+ */
+const SIDE_MIN_PX = 320;
+const SIDE_MAX_PX = 760;
+const PALETTE_PX = 212;
+const CANVAS_MIN_PX = 360;
+const SIDE_WIDTH_KEY = 'agent-service:builder:side-width';
+
+type Banner =
+  | { kind: 'conflict'; current: number | undefined; message: string }
+  /** `note` is an `info` that stays until dismissed. */
+  | { kind: 'error' | 'info' | 'note'; message: string }
+  /** A save refused for the problems validation found: it counts them as they are fixed, and goes with the last. */
+  | { kind: 'invalid' }
+  /** A save refused for want of a name: it goes once the workflow has one. */
+  | { kind: 'unnamed' };
 
 interface Saved {
   id: string | null;
@@ -173,12 +193,7 @@ function EditorScreen({
   );
   const [tab, setTab] = useState<SideTab>('properties');
   const [saving, setSaving] = useState(false);
-  const [banner, setBanner] = useState<
-    | { kind: 'conflict'; current: number | undefined; message: string }
-    /** `note` is an `info` that stays until dismissed. */
-    | { kind: 'error' | 'info' | 'note'; message: string }
-    | null
-  >(draft ? { kind: 'note', message: draft.notice } : null);
+  const [banner, setBanner] = useState<Banner | null>(draft ? { kind: 'note', message: draft.notice } : null);
   const [announcement, setAnnouncement] = useState('');
   const [leaving, setLeaving] = useState(false);
   /** The connections, over the editor so that its work stays; the tools load again when it closes. */
@@ -186,7 +201,13 @@ function EditorScreen({
   const [publishing, setPublishing] = useState(false);
   const wrapperRef = useRef<HTMLDivElement>(null);
   const nameRef = useRef<HTMLInputElement>(null);
+  const sideRef = useRef<HTMLElement>(null);
   const sideId = useId();
+  const sideWidth = usePanelWidth(SIDE_WIDTH_KEY, {
+    min: SIDE_MIN_PX,
+    max: SIDE_MAX_PX,
+    others: PALETTE_PX + CANVAS_MIN_PX,
+  });
 
   const definition = useMemo(() => toDefinition(doc), [doc]);
   const currentKey = useMemo(() => JSON.stringify(definition), [definition]);
@@ -194,7 +215,7 @@ function EditorScreen({
   const validation = useValidation(api, definition);
   const showReport = validation.show;
   const tools = useAsync('tools', (signal) => api.tools(signal));
-  const run = useRun(client, saved.id);
+  const run = useRun(client, api, saved.id);
 
   // The same words twice in a row would not be read again: the second time they get a trailing space.
   const announce = useCallback(
@@ -273,7 +294,7 @@ function EditorScreen({
     async (force = false) => {
       if (saving) return;
       if (!definition.name) {
-        setBanner({ kind: 'error', message: 'Give the workflow a name before saving it.' });
+        setBanner({ kind: 'unnamed' });
         nameRef.current?.focus();
         return;
       }
@@ -298,11 +319,7 @@ function EditorScreen({
           setBanner({ kind: 'conflict', current: failure.currentVersion, message: failure.message });
         } else if (failure instanceof WorkflowInvalidError) {
           showReport(failure.report);
-          const count = failure.report.errors.length;
-          setBanner({
-            kind: 'error',
-            message: `Not saved: ${count} ${count === 1 ? 'problem needs' : 'problems need'} fixing first. They are listed under the canvas.`,
-          });
+          setBanner({ kind: 'invalid' });
         } else {
           setBanner({ kind: 'error', message: `Not saved: ${describeError(failure)}` });
         }
@@ -411,6 +428,12 @@ function EditorScreen({
 
   const errorCount = validation.report?.errors.length ?? 0;
   const warningCount = validation.report?.warnings.length ?? 0;
+  // The banners about a refused save follow what refused it: once it is fixed, they have nothing left to say.
+  const fixed =
+    banner?.kind === 'invalid'
+      ? validation.report !== null && !validation.checking && validation.error === null && errorCount === 0
+      : banner?.kind === 'unnamed' && definition.name !== '';
+  if (fixed) setBanner(null);
   const runActive = run.view.status === 'running' || run.view.status === 'waiting' || run.view.status === 'starting';
   const sideTabs = [
     {
@@ -548,7 +571,11 @@ function EditorScreen({
           <p>
             {banner.kind === 'conflict'
               ? `Someone else saved this workflow${banner.current ? ` (now version ${banner.current})` : ''} after you opened version ${saved.version ?? ''}. Reload to get their version, or save yours over it.`
-              : banner.message}
+              : banner.kind === 'invalid'
+                ? `Not saved: ${errorCount} ${errorCount === 1 ? 'problem needs' : 'problems need'} fixing first. They are listed under the canvas.`
+                : banner.kind === 'unnamed'
+                  ? 'Give the workflow a name before saving it.'
+                  : banner.message}
           </p>
           <div className="banner__actions">
             {banner.kind === 'conflict' ? (
@@ -572,7 +599,11 @@ function EditorScreen({
         </div>
       ) : null}
 
-      <div className="editor__body">
+      <div
+        className="editor__body"
+        // The chosen width goes through the CSSOM (a custom property), which the Content Security Policy allows.
+        style={sideWidth.width === null ? undefined : ({ '--side-width': `${sideWidth.width}px` } as CSSProperties)}
+      >
         <Palette onAdd={placeNode} />
         <section className="editor__canvas" aria-label="Canvas">
           <Canvas
@@ -591,7 +622,13 @@ function EditorScreen({
             onSelect={(issue) => selectElement(issue.edge_id ?? issue.node_id ?? null)}
           />
         </section>
-        <aside className="side" aria-label="Inspector">
+        <aside ref={sideRef} id={`${sideId}-side`} className="side" aria-label="Inspector">
+          <PanelResizer
+            label="Resize the side panel"
+            controls={`${sideId}-side`}
+            panelRef={sideRef}
+            panel={sideWidth}
+          />
           <Tabs
             items={sideTabs}
             value={tab}

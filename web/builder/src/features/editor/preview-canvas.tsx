@@ -2,15 +2,30 @@ import { Background, BackgroundVariant, Controls, ReactFlow, ReactFlowProvider }
 import { useMemo } from 'react';
 import type { WorkflowDefinition } from '../../api/builder-api';
 import { DEFAULT_EDGE, EDGE_TYPES, NODE_TYPES } from './canvas';
-import { DecorationsContext, EMPTY_DECORATIONS } from './decorations';
+import { type Decorations, DecorationsContext, EMPTY_DECORATIONS } from './decorations';
 import { fromDefinition, type FlowEdge, type FlowNode } from './editor-state';
 
-/** A read-only canvas of a workflow (an older version), with pan and zoom but no editing. */
-export function PreviewCanvas({ definition, label }: { definition: WorkflowDefinition; label: string }) {
+/**
+ * A read-only canvas of a workflow (an older version, or a run's), with pan and zoom but no editing; `progress`
+ * shows where a run is and has been.
+ */
+export function PreviewCanvas({
+  definition,
+  label,
+  progress,
+}: {
+  definition: WorkflowDefinition;
+  label: string;
+  progress?: Pick<Decorations, 'running' | 'visited' | 'travelled'>;
+}) {
   const doc = useMemo(() => fromDefinition(definition), [definition]);
   const decorations = useMemo(
-    () => ({ ...EMPTY_DECORATIONS, routers: new Set(doc.nodes.filter((n) => n.type === 'router').map((n) => n.id)) }),
-    [doc],
+    () => ({
+      ...EMPTY_DECORATIONS,
+      ...progress,
+      routers: new Set(doc.nodes.filter((n) => n.type === 'router').map((n) => n.id)),
+    }),
+    [doc, progress],
   );
   const edges = useMemo(() => doc.edges.map((e) => ({ ...e, markerEnd: DEFAULT_EDGE.markerEnd })), [doc]);
   return (

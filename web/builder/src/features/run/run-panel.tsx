@@ -1,12 +1,21 @@
 import { useId, useState, type FormEvent } from 'react';
-import { formatDateTime, formatRelative, prettyJson } from '../../../../shared/ui/format';
+import { formatDateTime, formatDuration, formatRelative, prettyJson } from '../../../../shared/ui/format';
 import { RefreshIcon, StopIcon, WrenchIcon } from '../../../../shared/ui/icons';
 import { PendingState } from '../../../../shared/ui/pending-state';
+import { TraceBar, TraceTicks } from '../../../../shared/ui/trace-bar';
 import { useAsync } from '../../../../shared/ui/use-async';
 import type { BuilderApi, Run, RunStatus } from '../../api/builder-api';
 import { CheckIcon, NodeTypeIcon, PlayIcon } from '../../ui/icons';
-import type { RunControl } from './use-run';
-import type { RunView, TimelineItem, ToolStep } from './run-model';
+import type { RunControl, RunDetails } from './use-run';
+import {
+  sliceOf,
+  traceWindow,
+  type RunView,
+  type TimelineItem,
+  type ToolStep,
+  type TraceSlice,
+  type TraceWindow,
+} from './run-model';
 
 export interface RunPanelProps {
   api: BuilderApi;
@@ -113,6 +122,7 @@ export function RunPanel({ api, run, workflowId, savedVersion, dirty, describeNo
       {view.status !== 'idle' ? (
         <RunTimeline
           view={view}
+          details={run.details}
           describeNode={describeNode}
           onSelectNode={onSelectNode}
           onAnswer={run.resume}
@@ -125,25 +135,50 @@ export function RunPanel({ api, run, workflowId, savedVersion, dirty, describeNo
   );
 }
 
-function ToolCallView({ tool }: { tool: ToolStep }) {
+/**
+ * How long something took. Measured in the browser (a live run's events may carry no time of their own), events
+ * that arrive together are less than a millisecond apart.
+ */
+const durationText = (ms: number) => (ms < 1 ? '< 1 ms' : formatDuration(ms));
+
+/** "+0.12 s": how far into the run something began. */
+const offsetText = (slice: TraceSlice) => `+${slice.offsetMs < 1 ? '0 ms' : formatDuration(slice.offsetMs)}`;
+
+/** A tool's result: the text of MCP content blocks, or the value as JSON. */
+function resultText(result: unknown): string {
+  if (Array.isArray(result) && result.every((b) => typeof b === 'object' && b !== null && 'text' in b)) {
+    return result.map((b: { text: unknown }) => prettyJson(b.text)).join('\n\n');
+  }
+  return prettyJson(result);
+}
+
+function ToolCallView({ tool, frame, lastAt }: { tool: ToolStep; frame: TraceWindow | null; lastAt: number | null }) {
   const state = tool.result === undefined ? 'running' : tool.isError ? 'error' : 'done';
+  const slice = sliceOf(frame, tool.startedAt, tool.endedAt, lastAt);
   return (
     <details className="run-tool" data-state={state}>
       <summary>
         <WrenchIcon />
-        <code>{tool.name}</code>
+        <span className="visually-hidden">Tool call </span>
+        <code className="run-tool__name">{tool.name}</code>
         <span className="run-tool__state">
           {state === 'running' ? 'calling…' : state === 'error' ? 'failed' : 'done'}
         </span>
+        {slice && !slice.open ? (
+          <span className="run-time" title={`Called ${offsetText(slice)} into the run`}>
+            <span className="visually-hidden">, took </span>
+            {durationText(slice.durationMs)}
+          </span>
+        ) : null}
       </summary>
       <div className="run-tool__body">
         <p className="run-tool__label">Arguments</p>
-        <pre className="code-block">{prettyJson(tool.args)}</pre>
+        <pre className="code-block">{prettyJson(tool.args) || '{}'}</pre>
         {tool.result !== undefined ? (
           <>
-            <p className="run-tool__label">Result</p>
+            <p className="run-tool__label">{tool.isError ? 'Error' : 'Result'}</p>
             <pre className={tool.isError ? 'code-block code-block--error' : 'code-block'}>
-              {prettyJson(tool.result)}
+              {resultText(tool.result) || '(empty)'}
             </pre>
           </>
         ) : null}
@@ -154,22 +189,34 @@ function ToolCallView({ tool }: { tool: ToolStep }) {
 
 function TimelineEntry({
   item,
+  frame,
+  lastAt,
   describeNode,
   onSelectNode,
 }: {
   item: TimelineItem;
+  frame: TraceWindow | null;
+  lastAt: number | null;
   describeNode: RunPanelProps['describeNode'];
   onSelectNode: (id: string) => void;
 }) {
+  const id = useId();
   const node = describeNode(item.nodeId);
   const type = item.nodeType || node?.type || '';
+  const slice = sliceOf(frame, item.startedAt, item.endedAt, lastAt);
+  const firstToken = sliceOf(frame, item.startedAt, item.firstTokenAt, null);
   return (
-    <li className="run-item" data-status={item.status} data-type={type}>
+    <li className="run-item" data-status={item.status} data-type={type} role="group" aria-labelledby={`${id}-name`}>
       <div className="run-item__head">
         <span className="run-item__icon">
           <NodeTypeIcon type={type} />
         </span>
-        <button type="button" className="link-button run-item__name" onClick={() => onSelectNode(item.nodeId)}>
+        <button
+          type="button"
+          id={`${id}-name`}
+          className="link-button run-item__name"
+          onClick={() => onSelectNode(item.nodeId)}
+        >
           {node?.name ?? item.nodeId}
         </button>
         <span className="run-item__state">
@@ -185,11 +232,33 @@ function TimelineEntry({
             </>
           )}
         </span>
+        {slice && !slice.open ? (
+          <span className="run-time">
+            <span className="visually-hidden">in </span>
+            {durationText(slice.durationMs)}
+          </span>
+        ) : null}
       </div>
+      {slice ? (
+        <div className="run-item__timing">
+          <TraceBar start={slice.start} length={slice.length} tone={slice.open ? 'open' : undefined} />
+          <span className="run-item__facts">
+            <span>started {offsetText(slice)}</span>
+            {firstToken && item.firstTokenAt !== null ? (
+              <span>first token after {durationText(firstToken.durationMs)}</span>
+            ) : null}
+          </span>
+        </div>
+      ) : null}
       {item.tools.map((tool, index) => (
-        <ToolCallView key={index} tool={tool} />
+        <ToolCallView key={index} tool={tool} frame={frame} lastAt={lastAt} />
       ))}
-      {item.text ? <p className="run-item__text">{item.text}</p> : null}
+      {item.text ? (
+        <p className="run-item__text">
+          <span className="visually-hidden">Streamed text: </span>
+          {item.text}
+        </p>
+      ) : null}
       {item.answer !== undefined ? (
         <p className="run-item__answer">
           <span className="run-item__label">Answer</span>
@@ -200,14 +269,45 @@ function TimelineEntry({
   );
 }
 
-function RunTimeline({
+/** What the list of past runs could tell about a run shown from it, beyond its summary. */
+function DetailsNote({ details }: { details: RunDetails }) {
+  if (details === 'loading') {
+    return (
+      <p className="panel-note run__details" role="status">
+        <span>
+          <span className="spinner spinner--tiny" aria-hidden="true" /> Loading the run’s details…
+        </span>
+      </p>
+    );
+  }
+  if (details === 'unavailable') {
+    return (
+      <p className="notice notice--small run__details" role="status">
+        This run’s details are not available: only the nodes it went through and its outcome were kept.
+      </p>
+    );
+  }
+  if (typeof details === 'object') {
+    return (
+      <p className="form-error run__details" role="alert">
+        Could not load the run’s details: {details.error}
+      </p>
+    );
+  }
+  return null;
+}
+
+/** A run as it goes or went: its steps with timings, text and tool calls, its question, its output. */
+export function RunTimeline({
   view,
+  details,
   describeNode,
   onSelectNode,
   onAnswer,
   busy,
 }: {
   view: RunView;
+  details: RunDetails;
   describeNode: RunPanelProps['describeNode'];
   onSelectNode: (id: string) => void;
   onAnswer: (answer: string) => void;
@@ -216,6 +316,8 @@ function RunTimeline({
   const [answer, setAnswer] = useState('');
   const id = useId();
   const waiting = view.status === 'waiting' && view.runId !== null;
+  const frame = traceWindow(view);
+  const toolCalls = view.items.reduce((n, item) => n + item.tools.length, 0);
 
   return (
     <section className="run__current" aria-labelledby={`${id}-heading`}>
@@ -226,9 +328,36 @@ function RunTimeline({
         <StatusBadge status={view.status} />
       </div>
       {view.input ? <p className="run__input">“{view.input}”</p> : null}
+      <DetailsNote details={details} />
+      {frame ? (
+        <div className="run-trace__head">
+          <p className="run-trace__facts">
+            <span>
+              {view.endedAt !== null ? 'Took ' : 'So far '}
+              <span className="run-time">{durationText(frame.durationMs)}</span>
+            </span>
+            <span>
+              {view.items.length} {view.items.length === 1 ? 'step' : 'steps'}
+            </span>
+            {toolCalls > 0 ? (
+              <span>
+                {toolCalls} {toolCalls === 1 ? 'tool call' : 'tool calls'}
+              </span>
+            ) : null}
+          </p>
+          <TraceTicks durationMs={frame.durationMs} />
+        </div>
+      ) : null}
       <ol className="run-log" role="log" aria-live="polite" aria-relevant="additions text" aria-label="Run events">
         {view.items.map((item) => (
-          <TimelineEntry key={item.key} item={item} describeNode={describeNode} onSelectNode={onSelectNode} />
+          <TimelineEntry
+            key={item.key}
+            item={item}
+            frame={frame}
+            lastAt={view.lastAt}
+            describeNode={describeNode}
+            onSelectNode={onSelectNode}
+          />
         ))}
       </ol>
 

@@ -1,12 +1,20 @@
 import { useCallback, useEffect, useRef, useState } from 'react';
 import type { ApiClient } from '../../../../shared/api/api-client';
-import { describeError } from '../../../../shared/api/api-error';
-import { runPaths, type Run } from '../../api/builder-api';
-import { streamRun, type RunEvent } from '../../api/run-stream';
-import { IDLE_RUN, applyRunEvent, viewOfRun, withAnswer, type RunView } from './run-model';
+import { ApiError, describeError } from '../../../../shared/api/api-error';
+import { runPaths, type BuilderApi, type Run } from '../../api/builder-api';
+import { streamRun, toRunEvents, type RunEvent } from '../../api/run-stream';
+import { IDLE_RUN, applyRunEvent, replayRun, viewOfRun, withAnswer, type RunView } from './run-model';
+
+/**
+ * Where the details of a past run shown from the list stand: `live` for a run streamed here, `loading` while its
+ * recorded events load, `unavailable` when the service has none for it (only its summary shows), or why they
+ * could not be loaded.
+ */
+export type RunDetails = 'live' | 'loading' | 'loaded' | 'unavailable' | { error: string };
 
 export interface RunControl {
   view: RunView;
+  details: RunDetails;
   /** A stream is open. */
   streaming: boolean;
   /** Grows each time a stream ends: the moment to reload the list of past runs. */
@@ -16,27 +24,38 @@ export interface RunControl {
   resume: (answer: string) => void;
   /** Stops reading the stream (the service notices the closed connection). */
   stop: () => void;
-  /** Shows a past run (to answer it, if it waits). */
+  /** Shows a past run as it went, from its recorded events (and answers it, if it waits). */
   show: (run: Run) => void;
 }
 
 /** A workflow's runs as they stream: one stream at a time, closed when the component goes away. */
-export function useRun(client: ApiClient, workflowId: string | null): RunControl {
+export function useRun(client: ApiClient, api: BuilderApi, workflowId: string | null): RunControl {
   const [view, setView] = useState<RunView>(IDLE_RUN);
+  const [details, setDetails] = useState<RunDetails>('live');
   const [streaming, setStreaming] = useState(false);
   const [settled, setSettled] = useState(0);
   const abortRef = useRef<AbortController | null>(null);
+  /** The loading of a past run's events: what a new run or an answer makes obsolete. */
+  const detailsRef = useRef<AbortController | null>(null);
 
-  useEffect(() => () => abortRef.current?.abort(), []);
+  useEffect(
+    () => () => {
+      abortRef.current?.abort();
+      detailsRef.current?.abort();
+    },
+    [],
+  );
 
   const open = useCallback(
     (path: string, body: unknown) => {
       abortRef.current?.abort();
+      detailsRef.current?.abort();
       const controller = new AbortController();
       abortRef.current = controller;
       setStreaming(true);
       const onEvent = (event: RunEvent) => {
-        if (!controller.signal.aborted) setView((current) => applyRunEvent(current, event));
+        const arrived = Date.now();
+        if (!controller.signal.aborted) setView((current) => applyRunEvent(current, event, arrived));
       };
       streamRun(client, path, body, controller.signal, onEvent)
         .catch((failure: unknown) => {
@@ -58,6 +77,7 @@ export function useRun(client: ApiClient, workflowId: string | null): RunControl
     (input: string) => {
       if (!workflowId) return;
       setView({ ...IDLE_RUN, status: 'starting', input });
+      setDetails('live');
       open(runPaths.start(workflowId), { input });
     },
     [open, workflowId],
@@ -85,12 +105,39 @@ export function useRun(client: ApiClient, workflowId: string | null): RunControl
     );
   }, []);
 
-  const show = useCallback((run: Run) => {
-    abortRef.current?.abort();
-    abortRef.current = null;
-    setStreaming(false);
-    setView(viewOfRun(run));
-  }, []);
+  const show = useCallback(
+    (run: Run) => {
+      abortRef.current?.abort();
+      abortRef.current = null;
+      detailsRef.current?.abort();
+      setStreaming(false);
+      // The summary shows at once (a waiting run can be answered from it); the trace follows from the events.
+      setView(viewOfRun(run));
+      if (!workflowId) return;
+      const controller = new AbortController();
+      detailsRef.current = controller;
+      setDetails('loading');
+      api.runEvents(workflowId, run.run_id, controller.signal).then(
+        (body) => {
+          if (controller.signal.aborted) return;
+          const events = toRunEvents(body);
+          if (events.length === 0) {
+            setDetails('unavailable');
+            return;
+          }
+          setView(replayRun(run, events));
+          setDetails('loaded');
+        },
+        (failure: unknown) => {
+          if (controller.signal.aborted) return;
+          setDetails(
+            failure instanceof ApiError && failure.status === 404 ? 'unavailable' : { error: describeError(failure) },
+          );
+        },
+      );
+    },
+    [api, workflowId],
+  );
 
-  return { view, streaming, settled, start, resume, stop, show };
+  return { view, details, streaming, settled, start, resume, stop, show };
 }

@@ -10,7 +10,8 @@ import {
   type WorkflowDefinition,
   type WorkflowSummary,
 } from '../../api/builder-api';
-import { DownloadIcon, UploadIcon } from '../../ui/icons';
+import { DownloadIcon, NodeTypeIcon, UploadIcon } from '../../ui/icons';
+import { STARTER_TEMPLATES, type StarterTemplate } from './templates';
 import { useWorkflowList } from './use-workflow-list';
 import { definitionOf, exportWorkflow, parseWorkflowFile } from './workflow-file';
 
@@ -34,6 +35,8 @@ export function WorkflowList({ api, onOpen, onNew, onDraft }: WorkflowListProps)
   const [deleteError, setDeleteError] = useState<string | null>(null);
   const [message, setMessage] = useState<{ kind: 'error' | 'info'; text: string } | null>(null);
   const [busy, setBusy] = useState(false);
+  /** The template being saved as a new workflow. */
+  const [creating, setCreating] = useState<string | null>(null);
   const fileRef = useRef<HTMLInputElement>(null);
   const headingId = useId();
   const tagListId = useId();
@@ -97,6 +100,18 @@ export function WorkflowList({ api, onOpen, onNew, onDraft }: WorkflowListProps)
       }
     } finally {
       setBusy(false);
+    }
+  }
+
+  async function createFromTemplate(template: StarterTemplate) {
+    setCreating(template.id);
+    setMessage(null);
+    try {
+      const created = await api.createWorkflow(template.definition);
+      onOpen(created.workflow_id);
+    } catch (failure) {
+      setMessage({ kind: 'error', text: `Could not create “${template.title}”: ${describeError(failure)}` });
+      setCreating(null);
     }
   }
 
@@ -179,10 +194,13 @@ export function WorkflowList({ api, onOpen, onNew, onDraft }: WorkflowListProps)
                 Clear the filter
               </button>
             ) : (
-              <button type="button" className="button button--primary" onClick={onNew}>
-                <PlusIcon />
-                New workflow
-              </button>
+              <>
+                <button type="button" className="button button--primary" onClick={onNew}>
+                  <PlusIcon />
+                  New workflow
+                </button>
+                <StarterTemplates creating={creating} onUse={(template) => void createFromTemplate(template)} />
+              </>
             )}
           </div>
         ) : (
@@ -294,5 +312,47 @@ export function WorkflowList({ api, onOpen, onNew, onDraft }: WorkflowListProps)
         <p>“{deleting?.name}” will be deleted with its version history and its runs. This cannot be undone.</p>
       </ConfirmDialog>
     </main>
+  );
+}
+
+/** Complete workflows to start from, each saved as a new workflow of one's own and opened. */
+function StarterTemplates({
+  creating,
+  onUse,
+}: {
+  creating: string | null;
+  onUse: (template: StarterTemplate) => void;
+}) {
+  const headingId = useId();
+  return (
+    <section className="templates" aria-labelledby={headingId}>
+      <h4 id={headingId} className="templates__heading">
+        Or start from a template
+      </h4>
+      <ul className="templates__list">
+        {STARTER_TEMPLATES.map((template) => (
+          <li key={template.id} className="template">
+            <h5 className="template__title">{template.title}</h5>
+            <p className="template__summary">{template.summary}</p>
+            <span className="template__nodes" aria-hidden="true">
+              {template.definition.nodes.map((node) => (
+                <span key={node.id} className="template__node" data-type={node.type} title={node.data.label}>
+                  <NodeTypeIcon type={node.type} />
+                </span>
+              ))}
+            </span>
+            <button
+              type="button"
+              className="button button--small template__use"
+              aria-label={`Use template ${template.title}`}
+              disabled={creating !== null}
+              onClick={() => onUse(template)}
+            >
+              {creating === template.id ? 'Creating…' : 'Use template'}
+            </button>
+          </li>
+        ))}
+      </ul>
+    </section>
   );
 }

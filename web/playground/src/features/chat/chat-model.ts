@@ -76,6 +76,7 @@ export function fromStoredMessage(message: Message): ChatMessage {
     timestamp: message.timestamp,
     parts,
     status: message.cancelled ? 'stopped' : 'done',
+    ...(message.usage && { usage: message.usage }),
   };
 }
 

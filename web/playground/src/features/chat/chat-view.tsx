@@ -3,6 +3,7 @@ import type { ApiClient } from '../../../../shared/api/api-client';
 import { createConnectionsApi } from '../../../../shared/connections/connections-api';
 import { humanizeCode, type SignInReturn } from '../../../../shared/connections/sign-in-return';
 import { formatNumber } from '../../../../shared/ui/format';
+import { isOfflineModel, modelLabel, modelSource } from '../../../../shared/ui/model-label';
 import type { PlaygroundApi, PlaygroundConfig, Session, Usage } from '../../api/playground-api';
 import { messageText, type ChatMessage, type ToolPart } from './chat-model';
 import type { SocketStatus } from './chat-socket';
@@ -304,7 +305,8 @@ function statusText(
     return 'Writing the answer…';
   }
   if (!afterTurn || last?.role !== 'assistant') return '';
-  if (last.status === 'stopped') return 'Stopped.';
+  const tokens = last.usage?.total_tokens;
+  if (last.status === 'stopped') return tokens !== undefined ? `Stopped, ${formatNumber(tokens)} tokens.` : 'Stopped.';
   if (last.status === 'failed') return 'The answer failed.';
   const asking = last.parts.filter((p): p is ToolPart => p.kind === 'tool' && p.needs !== undefined);
   if (asking.length > 0) {
@@ -315,7 +317,6 @@ function statusText(
       ? `Answer complete. ${open.needs.tool} waits for your approval.`
       : `Answer complete. ${open.needs.tool} needs your account at its server.`;
   }
-  const tokens = last.usage?.total_tokens;
   return tokens !== undefined ? `Answer complete, ${formatNumber(tokens)} tokens.` : 'Answer complete.';
 }
 
@@ -361,8 +362,8 @@ function ChatHeader({
     <header className="chat__header">
       <h2 className="chat__title">{title}</h2>
       <div className="chat__facts">
-        <span className="badge" title={`Provider: ${config.llm_provider}`}>
-          {model ?? config.model}
+        <span className="badge" title={modelSource(config)}>
+          {modelLabel({ llm_provider: config.llm_provider, model: model ?? config.model })}
         </span>
         {totalTokens !== undefined ? <span className="badge">{formatNumber(totalTokens)} tokens</span> : null}
         {label ? (
@@ -376,13 +377,37 @@ function ChatHeader({
   );
 }
 
+/** Where messages go, as a sentence for each kind of model. */
+function ModelSentence({ config }: { config: PlaygroundConfig }) {
+  if (isOfflineModel(config)) {
+    return (
+      <>
+        Messages go to <strong>the offline model</strong> (no LLM configured), a stand-in that repeats what you send
+        instead of answering it.
+      </>
+    );
+  }
+  if (config.llm_provider === 'openai') {
+    return (
+      <>
+        Messages go to <strong>{config.model}</strong> through an OpenAI-compatible API.
+      </>
+    );
+  }
+  return (
+    <>
+      Messages go to <strong>{config.model}</strong>.
+    </>
+  );
+}
+
 function EmptyConversation({ config }: { config: PlaygroundConfig }) {
   return (
     <div className="empty-chat">
       <h3 className="empty-chat__title">Start a conversation</h3>
       <p className="empty-chat__text">
-        Messages go to <strong>{config.model}</strong> ({config.llm_provider}). Answers stream in as they are written;
-        every tool call shows its arguments and result, and the Trace panel shows where the time went.
+        <ModelSentence config={config} /> Replies stream in as they are written; every tool call shows its arguments and
+        result, and the Trace panel shows where the time went.
       </p>
     </div>
   );

@@ -300,13 +300,22 @@ export function useChat({ client, api, sessionId, onTurnEnd, onAuthLost }: UseCh
     const active = activeRef.current;
     if (!active) return;
     setTurn((t) => (t ? { ...t, stopping: true } : t));
-    if (!active.sentOnSocket || !socketRef.current?.send({ type: 'cancel' })) {
+    const stopHere = () => {
+      if (activeRef.current !== active) return;
       active.abort?.abort();
       finish({ status: 'stopped' });
-      return;
+    };
+    // Asked to stop, the service ends the stream with `end` and what the answer used until then; leaving the
+    // stream would stop the answer too, but lose that. Should the confirmation not come, it stops here anyway.
+    if (active.sentOnSocket && socketRef.current?.send({ type: 'cancel' })) {
+      active.stopTimer = window.setTimeout(stopHere, STOP_GRACE_MS);
+    } else if (active.via === 'http' && active.abort) {
+      api.cancelTurn(sessionId).catch(stopHere);
+      active.stopTimer = window.setTimeout(stopHere, STOP_GRACE_MS);
+    } else {
+      stopHere();
     }
-    active.stopTimer = window.setTimeout(() => finish({ status: 'stopped' }), STOP_GRACE_MS);
-  }, [finish]);
+  }, [api, sessionId, finish]);
 
   const reload = useCallback(() => {
     setMissing(false);

@@ -1,13 +1,12 @@
 import { PendingState } from '../../../../shared/ui/pending-state';
 import { Fragment, useMemo, useState } from 'react';
 import { formatDateTime, formatDuration, formatTime, prettyJson } from '../../../../shared/ui/format';
+import { TraceBar, TraceTicks } from '../../../../shared/ui/trace-bar';
 import { useAsync, useReloadOn } from '../../../../shared/ui/use-async';
 import type { PlaygroundApi, Span } from '../../api/playground-api';
 import { buildWaterfall, KEY_ATTRIBUTES, type WaterfallRow } from './waterfall-model';
 
 const INDENT_PX = 12;
-/** Bars shorter than this still show, so a 0 ms span is visible and clickable. */
-const MIN_BAR = 0.006;
 
 function attributeValue(value: unknown): string {
   return typeof value === 'string' ? value : prettyJson(value);
@@ -64,11 +63,7 @@ export function TraceTab({
           </header>
           <div className="trace-axis" aria-hidden="true">
             <span />
-            <span className="trace-axis__ticks">
-              <span>0</span>
-              <span>{formatDuration(group.durationMs / 2)}</span>
-              <span>{formatDuration(group.durationMs)}</span>
-            </span>
+            <TraceTicks durationMs={group.durationMs} />
             <span />
           </div>
           <ul className="trace-rows">
@@ -101,8 +96,6 @@ export function TraceTab({
 function SpanRow({ row, selected, onToggle }: { row: WaterfallRow; selected: boolean; onToggle: () => void }) {
   const { span } = row;
   const error = span.status === 'error';
-  const width = Math.max(row.width, MIN_BAR);
-  const left = Math.min(row.left, 1 - width);
   return (
     <button
       type="button"
@@ -114,9 +107,7 @@ function SpanRow({ row, selected, onToggle }: { row: WaterfallRow; selected: boo
         <span className="span-row__name">{span.operation}</span>
         {error ? <span className="badge badge--danger span-row__status">error</span> : null}
       </span>
-      <span className="span-row__track" aria-hidden="true">
-        <span className="span-row__bar" style={{ left: `${left * 100}%`, width: `${width * 100}%` }} />
-      </span>
+      <TraceBar start={row.left} length={row.width} tone={error ? 'error' : undefined} />
       <span className="span-row__ms">{formatDuration(span.duration_ms)}</span>
     </button>
   );
