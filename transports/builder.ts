@@ -20,7 +20,8 @@ export interface BuilderWireDeps {
 
 const params = z.object({ workflow_id: z.string().min(1).max(64) });
 const STREAM_DESCRIPTION =
-  'With Accept: text/event-stream, server-sent events: run_started, then node_started / token / tool_call / ' +
+  'With Accept: text/event-stream, server-sent events: run_started (then, resuming, answer with the answer given), ' +
+  'then node_started / token / tool_call / ' +
   'tool_result / node_finished per node, interrupt when a human node asks its question, and end (after error when ' +
   'the run fails). Otherwise the run as it stands once it ends or pauses. Leaving the stream stops the run.';
 

@@ -11,6 +11,8 @@ export interface WebAppOptions {
   defaultPort: number;
   /** Whether the app also opens a WebSocket at /ws, which the dev server must proxy too. */
   webSocket?: boolean;
+  /** Paths the service answers besides /api and /auth, which the dev server must proxy too. */
+  servicePaths?: readonly string[];
 }
 
 /**
@@ -18,7 +20,13 @@ export interface WebAppOptions {
  * possibly behind a path prefix, so what the build may emit is the same for all; only the folder and, for `vite` in
  * development, the listener to proxy to differ.
  */
-export function webAppConfig({ name, serviceUrlEnv, defaultPort, webSocket = false }: WebAppOptions): UserConfig {
+export function webAppConfig({
+  name,
+  serviceUrlEnv,
+  defaultPort,
+  webSocket = false,
+  servicePaths = [],
+}: WebAppOptions): UserConfig {
   const service = process.env[serviceUrlEnv] ?? `http://127.0.0.1:${defaultPort}`;
   return defineConfig({
     root: fileURLToPath(new URL(`./${name}/`, import.meta.url)),
@@ -40,6 +48,7 @@ export function webAppConfig({ name, serviceUrlEnv, defaultPort, webSocket = fal
       proxy: {
         '/api': service,
         '/auth': service,
+        ...Object.fromEntries(servicePaths.map((path) => [path, service])),
         ...(webSocket ? { '/ws': { target: service.replace(/^http/, 'ws'), ws: true } } : {}),
       },
     },

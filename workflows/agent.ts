@@ -1,4 +1,5 @@
 import { needsOf } from '../src/ports/connected-tools.js';
+import { AsyncLocalStorageProviderSingleton } from '@langchain/core/singletons';
 import { Annotation, END, type LangGraphRunnableConfig, START, StateGraph } from '@langchain/langgraph';
 import type {
   ChatMessage,
@@ -227,7 +228,12 @@ function buildGraph(deps: AgentDeps) {
         tracer,
         turn.traceContext,
         { name: call.name, callId: call.id },
-        () => deps.tools.execute(call.name, call.arguments, turn.caller, turn.signal ? { signal: turn.signal } : {}),
+        // Outside the agent's graph: a tool that runs a graph of its own (a published workflow) must not run as
+        // the agent's subgraph, which would hand the agent its human step's interrupt.
+        () =>
+          AsyncLocalStorageProviderSingleton.getInstance().run(undefined as never, () =>
+            deps.tools.execute(call.name, call.arguments, turn.caller, turn.signal ? { signal: turn.signal } : {}),
+          ),
         turn.signal,
       );
       const content = resultText(result);
@@ -287,7 +293,7 @@ export function createAgent(deps: AgentDeps): Agent {
       yield { type: 'started', conversationId: conversation.id };
 
       const maxSteps = turn.maxSteps ?? DEFAULT_MAX_STEPS;
-      const tools = turn.mode === 'agent' ? await deps.tools.specsFor(turn.caller) : [];
+      const tools = turn.mode === 'agent' ? await deps.tools.agentSpecsFor(turn.caller) : [];
       const checkpointed = await messagesOf(conversation.id);
       // A turn cancelled, failed or cut off by a restart after LangGraph checkpointed part of it (its user message,
       // a tool call not yet answered) was never recorded. The recorded conversation is the truth: the model must

@@ -263,6 +263,8 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     now,
     maxMessageChars: config.playground.maxMessageChars,
     webRoot: builtWebRoot('playground'),
+    // The chat shows the MCP App views of the tools that have one, as any host of them would.
+    views: mcp.service.core,
     settings: (origin) => ({ ...webUiSettings(origin), max_message_chars: config.playground.maxMessageChars }),
   });
 

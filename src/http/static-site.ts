@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -66,5 +67,50 @@ export function staticSite(options: { root: string; title: string }): Router {
       setHeaders: protect,
     }),
   );
+  return router;
+}
+
+/** The hashes of a page's inline scripts or styles, as a Content Security Policy allows them. */
+function inlineHashes(html: string, tag: 'script' | 'style'): string {
+  const hashes = [...html.matchAll(new RegExp(`<${tag}\\b[^>]*>([\\s\\S]*?)</${tag}>`, 'gi'))].map(
+    (match) =>
+      `'sha256-${createHash('sha256')
+        .update(match[1] ?? '')
+        .digest('base64')}'`,
+  );
+  return hashes.length > 0 ? hashes.join(' ') : "'none'";
+}
+
+/**
+ * Serves self-contained pages (MCP App views, each one HTML file with its code inline) at `/views/<name>`, to be
+ * framed by this listener's own pages only: each under a policy that allows exactly its inline code (by hash),
+ * nothing to load and nowhere to connect.
+ */
+export function viewPages(pageOf: (page: string) => Promise<string | undefined>): Router {
+  const router = express.Router();
+  router.get('/views/:page', async (req, res, next) => {
+    const html = /^[a-z0-9-]{1,64}\.html$/.test(req.params.page) ? await pageOf(`views/${req.params.page}`) : undefined;
+    if (html === undefined) {
+      next();
+      return;
+    }
+    res.setHeader(
+      'Content-Security-Policy',
+      [
+        "default-src 'none'",
+        `script-src ${inlineHashes(html, 'script')}`,
+        `style-src ${inlineHashes(html, 'style')}`,
+        'img-src data:',
+        'font-src data:',
+        "connect-src 'none'",
+        "base-uri 'none'",
+        "form-action 'none'",
+        "frame-ancestors 'self'",
+      ].join('; '),
+    );
+    res.setHeader('X-Frame-Options', 'SAMEORIGIN');
+    res.setHeader('Cache-Control', 'no-cache');
+    res.type('html').send(html);
+  });
   return router;
 }

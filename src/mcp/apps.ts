@@ -51,8 +51,21 @@ export const VIEW_RESOURCES = [
     title: 'Workflow run',
     description: "A workflow run as it goes: its steps, tool calls, streamed text, a human step's question, its output",
     mimeType: APP_MIME_TYPE,
+    /** Where a web host of this service (the playground) serves the view's page, under its own origin. */
+    page: 'views/workflow-run.html',
   },
 ] as const;
+
+/** A tool with a view, as a web host of this service lists it for its user. */
+export interface ToolView {
+  tool: string;
+  title: string;
+  resource_uri: string;
+  /** The workflow a published workflow's tool runs (null for the service's own tools). */
+  workflow_id: string | null;
+  /** The view's page on the host's listener, relative to the host's root. */
+  page: string;
+}
 
 /**
  * What a view's resource declares besides its HTML: no origin to connect to or load from (everything it shows comes

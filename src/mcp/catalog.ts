@@ -5,7 +5,16 @@ import { type Caller, CallerErrorCode } from '../ports/caller.js';
 import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
-import { type AppViews, VIEW_META, VIEW_RESOURCES, announcesApps, isAppOnly } from './apps.js';
+import {
+  type AppViews,
+  type ToolUi,
+  type ToolView,
+  VIEW_META,
+  VIEW_RESOURCES,
+  WORKFLOW_ID_META_KEY,
+  announcesApps,
+  isAppOnly,
+} from './apps.js';
 import type { McpPolicy } from './policy.js';
 import { type PublishedWorkflows, describePublished } from './published.js';
 import { listGatewayTools } from './connected.js';
@@ -411,3 +420,43 @@ export const VIEW_RESOURCE = {
     return { contents: [{ uri, mimeType, text: html, _meta: VIEW_META }] };
   },
 };
+
+/** The tools the caller may use that show in a view, for a web host of this service (the playground) to render. */
+export async function toolViews(deps: McpServerDeps, caller: Caller): Promise<ToolView[]> {
+  if (!deps.views) return [];
+  const tools = await listTools(deps, caller, true);
+  return tools.flatMap((tool) => {
+    const meta = tool._meta as { ui?: ToolUi; [WORKFLOW_ID_META_KEY]?: string } | undefined;
+    const view = VIEW_RESOURCES.find((r) => r.uri === meta?.ui?.resourceUri);
+    if (!view) return [];
+    const workflowId = meta?.[WORKFLOW_ID_META_KEY];
+    return [
+      {
+        tool: tool.name,
+        title: tool.title ?? tool.name,
+        resource_uri: view.uri,
+        workflow_id: typeof workflowId === 'string' ? workflowId : null,
+        page: view.page,
+      },
+    ];
+  });
+}
+
+/**
+ * A tool call from a view a web host of this service renders (the playground): only the tools that take part in
+ * views (`ui`), through the same executor, policy point, limits and audit as any call, as the caller. Undefined
+ * for a tool a view may not call; a refused call is told to `onRefusal` besides its tool error.
+ */
+export async function callFromView(
+  deps: McpServerDeps,
+  caller: Caller,
+  name: string,
+  args: unknown,
+  context: { signal: AbortSignal; onRefusal: (refusal: ToolRefusal) => void },
+): Promise<CallToolResult | undefined> {
+  const tool = deps.executor.get(name);
+  if (!tool?.ui || !deps.views) return undefined;
+  const parsed = objectSchema(tool.inputSchema).safeParse(args ?? {});
+  if (!parsed.success) throw new CatalogError(INVALID_PARAMS, `Invalid arguments for ${name}`);
+  return callTool(deps, tool, parsed.data, caller, { ...context, log: () => Promise.resolve(), apps: true });
+}

@@ -10,7 +10,9 @@ import { guardTransport } from './guard.js';
 import type { McpMetrics } from './metrics.js';
 import { type ModernDeps, ModernServers, type RunQuestion, questionCodec } from './modern.js';
 import type { McpTasks } from './tasks.js';
-import { readableResource } from './catalog.js';
+import { type ToolView, VIEW_RESOURCES } from './apps.js';
+import { CatalogError, callFromView, readableResource, toolViews } from './catalog.js';
+import { BadRequestError, CommonErrorCode } from '../errors.js';
 import type { McpPolicy } from './policy.js';
 import { type McpServerDeps, authInfoFor, authInfoHearingRefusals, createMcpServer } from './server.js';
 import type { ToolOutcome, ToolRefusal } from './tools.js';
@@ -140,6 +142,41 @@ export class McpCore {
       authInfoHearingRefusals(caller, (refusal) => (heard.refusal = refusal)),
     );
     return heard.refusal ?? { kind: 'completed', result: result as CallToolResult };
+  }
+
+  /** The tools the caller may use that show in a view (for the playground, a host of them). */
+  toolViews(caller: Caller): Promise<ToolView[]> {
+    return toolViews(this.deps.server, caller);
+  }
+
+  /**
+   * A call from a view the playground renders: its result or its refusal; undefined for a tool no view may call.
+   * Arguments that do not fit the tool are a 400.
+   */
+  async callFromView(
+    caller: Caller,
+    name: string,
+    args: unknown,
+    signal: AbortSignal,
+  ): Promise<ToolOutcome | undefined> {
+    const heard: { refusal?: ToolRefusal } = {};
+    try {
+      const result = await callFromView(this.deps.server, caller, name, args, {
+        signal,
+        onRefusal: (refusal) => (heard.refusal = refusal),
+      });
+      if (!result) return undefined;
+      return heard.refusal ?? { kind: 'completed', result };
+    } catch (error) {
+      if (error instanceof CatalogError) throw new BadRequestError(error.message, { code: CommonErrorCode.Validation });
+      throw error;
+    }
+  }
+
+  /** A view's page by its place under a web host (`views/workflow-run.html`): its HTML, if it is one. */
+  async viewPage(page: string): Promise<string | undefined> {
+    const view = VIEW_RESOURCES.find((r) => r.page === page);
+    return view && this.deps.server.views?.html(view.uri);
   }
 
   async #request(method: string, params: Record<string, unknown> | undefined, authInfo: AuthInfo): Promise<unknown> {

@@ -83,7 +83,13 @@ export function createMcpModule(deps: McpModuleDeps): Module<McpParts> {
   const { policy, services, logger } = deps;
   const metrics = createMcpMetrics(deps.registry);
   const tools = new ToolExecutor(
-    { services, policy, metrics, ...(deps.connected && { connected: deps.connected }) },
+    {
+      services,
+      policy,
+      metrics,
+      ...(deps.connected && { connected: deps.connected }),
+      ...(deps.published && { published: deps.published }),
+    },
     deps.tools,
   );
   const tasks = new McpTasks({

@@ -326,7 +326,7 @@ function serveCatalog(server: McpServer, deps: McpServerDeps, modern: ModernDeps
 function serveViews(server: McpServer, deps: McpServerDeps): void {
   if (!deps.views) return;
   for (const view of VIEW_RESOURCE.resources) {
-    const { uri, name, ...metadata } = view;
+    const { uri, name, page: _, ...metadata } = view;
     server.registerResource(name, uri, { ...metadata, _meta: VIEW_META }, (url) =>
       VIEW_RESOURCE.read(deps, url.href).catch(rethrown),
     );

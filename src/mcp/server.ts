@@ -279,7 +279,7 @@ function registerResources(server: McpServer, deps: McpServerDeps): void {
   server.registerResource(info.name, info.uri, info.metadata, (uri) => info.read(deps, uri.href));
   if (deps.views) {
     for (const view of VIEW_RESOURCE.resources) {
-      const { uri, name, ...metadata } = view;
+      const { uri, name, page: _, ...metadata } = view;
       server.registerResource(name, uri, { ...metadata, _meta: VIEW_META }, (url) =>
         VIEW_RESOURCE.read(deps, url.href).catch((error: unknown) => {
           throw asMcpError(error);

@@ -19,6 +19,7 @@ import {
 import { subjectOf } from '../ports/subjects.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
 import { type ToolUi, isAppOnly } from './apps.js';
+import { PUBLISHED_INPUT, type PublishedWorkflows, callPublished } from './published.js';
 import type { McpMetrics } from './metrics.js';
 import type { McpPolicy } from './policy.js';
 
@@ -89,6 +90,12 @@ const objectIdOf = (tool: ConnectedTool): string => tool.object.slice('tool:'.le
 
 const objects = new WeakMap<z.ZodRawShape, z.ZodObject>();
 
+/** A published workflow's arguments as the model is offered them. */
+const PUBLISHED_PARAMETERS = (() => {
+  const { $schema: _, ...schema } = z.toJSONSchema(PUBLISHED_INPUT, { io: 'input' }) as Record<string, unknown>;
+  return schema;
+})();
+
 /**
  * A tool's argument shape as one object schema, built once. Every MCP session registers every tool, and the SDK
  * turns a bare shape into a new object schema at registration and again on every call: handing it (and every
@@ -151,6 +158,8 @@ export class ToolExecutor {
       metrics: McpMetrics;
       /** The tools of connected MCP servers, offered beside the service's own. */
       connected?: ConnectedTools;
+      /** Workflows published as tools, which the agent may run (not a workflow's own agents: runs do not nest). */
+      published?: PublishedWorkflows;
     },
     tools: ToolDefinition[],
   ) {
@@ -190,6 +199,22 @@ export class ToolExecutor {
       annotations: t.annotations,
     }));
     return [...own, ...connected];
+  }
+
+  /**
+   * The tools the agent offers its model: those of `specsFor`, and the published workflows the caller may run
+   * (a workflow's own agents get `specsFor` alone, so runs never nest).
+   */
+  async agentSpecsFor(caller: Caller): Promise<ToolSpec[]> {
+    const specs = await this.specsFor(caller);
+    const { published } = this.deps;
+    if (!published || published.list().length === 0) return specs;
+    const runnable = await published.runnableBy(caller);
+    const workflows = published.list().filter((w) => runnable.has(w.workflowId));
+    return [
+      ...specs,
+      ...workflows.map((w) => ({ name: w.toolName, description: w.description, parameters: PUBLISHED_PARAMETERS })),
+    ];
   }
 
   /**
@@ -295,6 +320,15 @@ export class ToolExecutor {
     options: { signal?: AbortSignal; log?: ToolContext['log'] } = {},
   ): Promise<CallToolResult> {
     const tool = this.#tools.get(name);
+    // A tool only views call is no tool of the model's, whatever it asks for.
+    if (tool && isAppOnly(tool.ui)) return { content: [{ type: 'text', text: `Unknown tool ${name}` }], isError: true };
+    const workflow = tool ? undefined : this.deps.published?.list().find((w) => w.toolName === name);
+    if (workflow) {
+      const parsed = PUBLISHED_INPUT.safeParse(args ?? {});
+      if (!parsed.success) return { content: [{ type: 'text', text: `Invalid arguments for ${name}` }], isError: true };
+      const signal = options.signal ?? new AbortController().signal;
+      return callPublished(this.deps.published!, workflow, parsed.data.input, caller, signal);
+    }
     if (!tool) {
       const connected = await this.findConnected(caller, name);
       if (!connected) return { content: [{ type: 'text', text: `Unknown tool ${name}` }], isError: true };

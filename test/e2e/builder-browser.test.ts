@@ -1,10 +1,11 @@
 import { readFileSync } from 'node:fs';
-import type { Locator, Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import type { FakeOpenAi } from '../fakes/openai.js';
 import { PASSWORD, accessToken } from '../helpers/auth.js';
 import { probeChromium } from '../helpers/browser.js';
+import { centre, connect, nodeEl, settled, textOf } from '../helpers/canvas.js';
 import { describeWithService } from '../helpers/services.js';
 import {
   ensureWebBuilt,
@@ -21,43 +22,6 @@ const AGENT_REPLY = 'Three cat stories today: a rescue, a record nap, and a muse
 function pick(workflow: Record<string, unknown>): Record<string, unknown> {
   const { name, description, tags, nodes, edges } = workflow;
   return { name, description, tags, nodes, edges };
-}
-
-/** The text of an element ('' when it has none), for `expect.poll`. */
-const textOf = async (locator: Locator) => (await locator.textContent()) ?? '';
-
-/** The canvas element of a node, by its id. */
-const nodeEl = (page: Page, id: string) => page.locator(`.react-flow__node[data-id="${id}"]`);
-
-async function centre(locator: Locator): Promise<{ x: number; y: number }> {
-  const box = await locator.boundingBox();
-  if (!box) throw new Error('element not on screen');
-  return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
-}
-
-/** Waits until the canvas stops moving (it pans with an animation to what an issue names). */
-async function settled(page: Page): Promise<void> {
-  const viewport = page.locator('.react-flow__viewport').first();
-  let last = '';
-  await expect
-    .poll(async () => {
-      const now = (await viewport.getAttribute('style')) ?? '';
-      const same = now === last;
-      last = now;
-      return same;
-    })
-    .toBe(true);
-}
-
-/** Draws an edge as a person does: from the source node's right-hand handle to the target's left-hand one. */
-async function connect(page: Page, from: string, to: string): Promise<void> {
-  const a = await centre(nodeEl(page, from).locator('.react-flow__handle.source'));
-  const b = await centre(nodeEl(page, to).locator('.react-flow__handle.target'));
-  await page.mouse.move(a.x, a.y);
-  await page.mouse.down();
-  await page.mouse.move((a.x + b.x) / 2, (a.y + b.y) / 2, { steps: 6 });
-  await page.mouse.move(b.x, b.y, { steps: 6 });
-  await page.mouse.up();
 }
 
 /** Drags a node on the canvas by its body until its centre is at a point of the page. */

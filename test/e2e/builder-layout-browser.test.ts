@@ -4,6 +4,7 @@ import type { App } from '../../src/app.js';
 import type { FakeOpenAi } from '../fakes/openai.js';
 import { PASSWORD, accessToken, createUser } from '../helpers/auth.js';
 import { probeChromium } from '../helpers/browser.js';
+import { connect, nodeEl, settled, textOf } from '../helpers/canvas.js';
 import { describeWithService } from '../helpers/services.js';
 import {
   ARTIFACTS,
@@ -68,11 +69,6 @@ interface PageWindow {
   getComputedStyle(element: PageElement): { fontSize: string };
 }
 
-/** The text of an element ('' when it has none), for `expect.poll`. */
-const textOf = async (locator: Locator) => (await locator.textContent()) ?? '';
-
-const nodeEl = (page: Page, id: string) => page.locator(`.react-flow__node[data-id="${id}"]`);
-
 async function boxOf(locator: Locator): Promise<Box> {
   const box = await locator.boundingBox();
   if (!box) throw new Error('element not on screen');
@@ -81,35 +77,6 @@ async function boxOf(locator: Locator): Promise<Box> {
 
 const overlaps = (a: Box, b: Box) =>
   a.x < b.x + b.width && b.x < a.x + a.width && a.y < b.y + b.height && b.y < a.y + a.height;
-
-/** Waits until the canvas stops moving (fitting the view animates). */
-async function settled(page: Page): Promise<void> {
-  const viewport = page.locator('.react-flow__viewport').first();
-  let last = '';
-  await expect
-    .poll(async () => {
-      const now = (await viewport.getAttribute('style')) ?? '';
-      const same = now === last;
-      last = now;
-      return same;
-    })
-    .toBe(true);
-}
-
-/** Draws an edge as a person does: from the source node's right-hand handle to the target's left-hand one. */
-async function connect(page: Page, from: string, to: string): Promise<void> {
-  const centre = async (locator: Locator) => {
-    const box = await boxOf(locator);
-    return { x: box.x + box.width / 2, y: box.y + box.height / 2 };
-  };
-  const a = await centre(nodeEl(page, from).locator('.react-flow__handle.source'));
-  const b = await centre(nodeEl(page, to).locator('.react-flow__handle.target'));
-  await page.mouse.move(a.x, a.y);
-  await page.mouse.down();
-  await page.mouse.move((a.x + b.x) / 2, (a.y + b.y) / 2, { steps: 6 });
-  await page.mouse.move(b.x, b.y, { steps: 6 });
-  await page.mouse.up();
-}
 
 /**
  * A long pipeline laid out as a snake over three rows, ending at the bottom right: fitted to a landscape canvas

@@ -95,6 +95,45 @@ describe('MCP Apps: views and the tools only views call', () => {
     const offered = (sent.tools ?? []).map((t) => t.function.name);
     expect(offered.length).toBeGreaterThan(0);
     for (const name of VIEW_ONLY) expect(offered).not.toContain(name);
+    // The published workflows the caller may run are the agent's tools too (a workflow's own agents do not get them).
+    expect(offered).toContain(tool);
+    expect(names).not.toContain(tool);
+  });
+
+  it('lets the playground host the views: which tools have one, their calls as the caller, and the page', async () => {
+    const playground = alice.at('playground');
+    const listed = await playground.get<{ views: Json[] }>('/api/playground/views');
+    expect(listed.status).toBe(200);
+    expect(listed.body.views).toContainEqual({
+      tool,
+      title: 'Ask, then answer',
+      resource_uri: 'ui://agent-service/workflow-run.html',
+      workflow_id: workflowId,
+      page: 'views/workflow-run.html',
+    });
+    // Only the tools views take part in; bad arguments are the caller's mistake.
+    const other = await playground.post('/api/playground/views/tools/call', { name: 'search_web', arguments: {} });
+    expect(other.status).toBe(404);
+    const bad = await playground.post('/api/playground/views/tools/call', {
+      name: 'workflow_run_view',
+      arguments: { after: -1 },
+    });
+    expect(bad.status).toBe(400);
+    const watched = await playground.post<Json>('/api/playground/views/tools/call', {
+      name: 'workflow_run_view',
+      arguments: { workflow_id: workflowId },
+    });
+    expect(watched.status).toBe(200);
+    expect(watched.body.isError).toBe(false);
+
+    const page = await fetch(`${app.url('playground')}/views/workflow-run.html`);
+    expect(page.status).toBe(200);
+    const policy = page.headers.get('content-security-policy') ?? '';
+    expect(policy).toMatch(/script-src 'sha256-[A-Za-z0-9+/=]+'/);
+    expect(policy).toContain("connect-src 'none'");
+    expect(policy).toContain("frame-ancestors 'self'");
+    expect(await page.text()).toContain('<div id="root">');
+    expect((await fetch(`${app.url('playground')}/views/nothing.html`)).status).toBe(404);
   });
 
   it("lets a view watch its own caller's run, and nobody else's", async () => {
@@ -161,5 +200,18 @@ describe('MCP Apps: views and the tools only views call', () => {
     expect(list.map((e) => e.seq)).toEqual([1, 2, 3, 4, 5, 6]);
     const theirs = await bob.at('builder').get(`/api/builder/workflows/${workflowId}/runs/${runId}/events`);
     expect(theirs.status).toBe(404);
+
+    // Resumed, the run keeps the answer it went on with, numbered on after what it showed before.
+    fake.replies.push({ text: 'You said blue' });
+    const resumed = await client.callTool({
+      name: 'workflow_resume',
+      arguments: { workflow_id: workflowId, run_id: runId, answer: 'Blue' },
+    });
+    expect((resumed.structuredContent as Json).status).toBe('completed');
+    const all = await alice.at('builder').get(`/api/builder/workflows/${workflowId}/runs/${runId}/events`);
+    const more = (all.body as unknown as { type: string; seq: number; answer?: string }[]).slice(6);
+    expect(more[0]).toMatchObject({ type: 'run_started', seq: 7 });
+    expect(more[1]).toMatchObject({ type: 'answer', node_id: 'ask', answer: 'Blue', seq: 8 });
+    expect(more.at(-1)).toMatchObject({ type: 'end', status: 'completed', output: 'You said blue' });
   });
 });

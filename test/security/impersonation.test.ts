@@ -1082,6 +1082,37 @@ const MATRIX: Record<string, Entry> = {
     kind: { kind: 'self' },
     cases: [{ request: () => ({ method: 'GET', path: '/api/playground/sessions' }), owner: OK_MARKED }],
   },
+  'GET /api/playground/views': {
+    kind: { kind: 'self' },
+    cases: [{ request: () => ({ method: 'GET', path: '/api/playground/views' }), owner: OK }],
+  },
+  'POST /api/playground/views/tools/call': {
+    kind: { kind: 'owned', resource: 'workflow run' },
+    cases: [
+      {
+        request: (_c, w) => ({
+          method: 'POST',
+          path: '/api/playground/views/tools/call',
+          body: {
+            name: 'workflow_run_view',
+            arguments: { workflow_id: w.owned.askingWorkflowId, run_id: w.owned.runId },
+          },
+        }),
+        owner: {
+          status: [200],
+          check: (a) => (json(a)?.isError === false ? undefined : `the owner's view was refused: ${a.text}`),
+        },
+        // Another caller's view is answered as for a run that does not exist (a tool error, nothing of the run),
+        // or refused outright by the policy point (a principal may not call the tool).
+        refused: (a) =>
+          (a.status === 200 && json(a)?.isError === true) || a.status === 403 || a.status === 401
+            ? a.text.includes(MARKER)
+              ? 'the answer shows the run'
+              : undefined
+            : `expected a tool error, got ${a.status} ${a.text.slice(0, 200)}`,
+      },
+    ],
+  },
   'GET /api/playground/sessions/{session_id}': {
     kind: { kind: 'owned', resource: 'playground session' },
     cases: [

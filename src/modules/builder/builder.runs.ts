@@ -40,7 +40,10 @@ import {
 
 export type RunView = z.output<typeof schemas.Run>;
 
-/** What a run streams, in order: its start, each node's start and end with what happened inside, then its end. */
+/**
+ * What a run streams, in order: its start (and, resumed, the answer it goes on with), each node's start and end
+ * with what happened inside, then its end.
+ */
 export type RunEvent =
   | { type: 'run_started'; run_id: string; workflow_id: string; version: number }
   | { type: 'node_started' | 'node_finished'; node_id: string; node_type: NodeType }
@@ -48,6 +51,7 @@ export type RunEvent =
   | { type: 'tool_call'; node_id: string; name: string; args: Record<string, unknown> }
   | { type: 'tool_result'; node_id: string; name: string; content: string; is_error: boolean }
   | { type: 'interrupt'; run_id: string; node_id: string; question: string }
+  | { type: 'answer'; run_id: string; node_id: string; answer: string }
   | { type: 'error'; run_id: string; code: string; message: string }
   | { type: 'end'; run_id: string; status: RunView['status']; output: string | null; path: string[] };
 
@@ -339,6 +343,9 @@ export class WorkflowRuns {
   ): AsyncGenerator<RunEvent> {
     const { deps } = this;
     yield { type: 'run_started', run_id: run.id, workflow_id: run.workflow_id, version: run.version };
+    // The answer a resumption goes on with, as the run shows it (and keeps it, for the run to be reopened).
+    if ('resume' in input && asked)
+      yield { type: 'answer', run_id: run.id, node_id: asked.node, answer: input.resume.answer };
     const config = { configurable: { thread_id: runThread(run.id) } };
     // The nodes seen to finish: a stopped run's path when its last checkpoint has not been written yet (the
     // PostgreSQL saver writes in the background while the next node runs).

@@ -162,6 +162,7 @@ export const RecordedRunEvent = z
       'tool_call',
       'tool_result',
       'interrupt',
+      'answer',
       'error',
       'end',
     ]),

@@ -1,4 +1,5 @@
-import { staticSite } from '../../http/static-site.js';
+import { staticSite, viewPages } from '../../http/static-site.js';
+import type { ToolViews } from '../../ports/tool-views.js';
 import type { Module } from '../../ports/module.js';
 import { playgroundRoutes, type PlaygroundRouteDeps } from './playground.routes.js';
 import { type PlaygroundDeps, PlaygroundService } from './playground.service.js';
@@ -9,6 +10,8 @@ export type PlaygroundModuleDeps = PlaygroundDeps & {
   settings: PlaygroundRouteDeps['config'];
   /** The built web UI (`npm run build:web`), served at the playground listener's `/`. */
   webRoot: string;
+  /** The MCP App views the chat shows under the tool calls that have one. */
+  views?: ToolViews;
 };
 
 /**
@@ -20,8 +23,15 @@ export function createPlaygroundModule(deps: PlaygroundModuleDeps): Module<Playg
   return {
     name: 'playground',
     service: playground,
-    routes: { playground: [playgroundRoutes({ playground, config: deps.settings })] },
-    pages: { playground: [staticSite({ root: deps.webRoot, title: 'The playground' })] },
+    routes: {
+      playground: [playgroundRoutes({ playground, config: deps.settings, ...(deps.views && { views: deps.views }) })],
+    },
+    pages: {
+      playground: [
+        ...(deps.views ? [viewPages((page) => deps.views!.viewPage(page))] : []),
+        staticSite({ root: deps.webRoot, title: 'The playground' }),
+      ],
+    },
     erasure: [{ step: 'playground_sessions', run: ({ user, db }) => deleteSessionsOf(db, user.id) }],
     exports: [{ section: 'playground_sessions', collect: (userId) => playground.exportOf(userId) }],
     stop: () => playground.close(),

@@ -3,6 +3,8 @@ import { callerOf } from '../../http/authenticate.js';
 import { Reply, type RouteGroup, defineRoute } from '../../http/route.js';
 import { webUiSettingsRoute } from '../../http/web-ui-settings.js';
 import type { PlaygroundService } from './playground.service.js';
+import { CommonErrorCode, NotFoundError } from '../../errors.js';
+import type { ToolViews } from '../../ports/tool-views.js';
 import {
   CreateSession,
   LogEntry,
@@ -22,18 +24,69 @@ const sessionQuery = z.object({ session_id: z.string().min(1).max(64) });
 
 export interface PlaygroundRouteDeps {
   playground: PlaygroundService;
+  /** The MCP App views the chat shows under tool calls that have one (none without them). */
+  views?: ToolViews;
   /** What the web UI needs to know before anyone signs in, given the origin it is served from. */
   config: (origin: string) => z.output<typeof PlaygroundConfig>;
 }
 
 /** Sessions and their observability on the playground listener (`/api/playground/…`); the chat itself is a wire. */
-export function playgroundRoutes({ playground, config }: PlaygroundRouteDeps): RouteGroup {
+const ViewEntry = z
+  .object({
+    tool: z.string(),
+    title: z.string(),
+    resource_uri: z.string(),
+    workflow_id: z.string().nullable(),
+    page: z.string().describe("The view's page, relative to the playground's root"),
+  })
+  .meta({ id: 'PlaygroundToolView' });
+const ViewCall = z
+  .object({
+    name: z.string().min(1).max(128),
+    arguments: z.record(z.string(), z.unknown()).default({}),
+  })
+  .meta({ id: 'PlaygroundViewToolCall' });
+
+/**
+ * A view's call runs to its end whether or not its page stays: a run it resumes is the person's, as from any host.
+ */
+const NEVER = new AbortController().signal;
+
+export function playgroundRoutes({ playground, config, views }: PlaygroundRouteDeps): RouteGroup {
   return {
     prefix: '/api/playground',
     area: 'envelope',
     tags: TAGS,
     routes: [
       webUiSettingsRoute({ operationId: 'getPlaygroundConfig', schema: PlaygroundConfig, settings: config }),
+      defineRoute({
+        method: 'get',
+        path: '/views',
+        operationId: 'listPlaygroundToolViews',
+        summary: 'Your tools that show their results in an MCP App view, for the chat to render',
+        responses: { 200: { description: 'The tools with views', schema: z.object({ views: z.array(ViewEntry) }) } },
+        handler: async ({ req }) => ({ views: views ? await views.toolViews(callerOf(req)) : [] }),
+      }),
+      defineRoute({
+        method: 'post',
+        path: '/views/tools/call',
+        operationId: 'callToolFromPlaygroundView',
+        summary: 'A tool call from a view the chat renders (only the tools views take part in), as you',
+        request: { body: ViewCall },
+        responses: {
+          200: { description: 'The MCP tool result', schema: z.looseObject({ content: z.array(z.unknown()) }) },
+          403: { description: 'You may not call it' },
+          404: { description: 'No tool a view may call' },
+          429: { description: 'Over your tool-call budget' },
+        },
+        handler: async ({ body, req }) => {
+          const outcome = await views?.callFromView(callerOf(req), body.name, body.arguments, NEVER);
+          if (!outcome)
+            throw new NotFoundError(`No view calls a tool ${body.name}`, { code: CommonErrorCode.NotFound });
+          if (outcome.kind === 'refused') throw outcome.error;
+          return outcome.result;
+        },
+      }),
       defineRoute({
         method: 'post',
         path: '/sessions',

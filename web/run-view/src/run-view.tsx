@@ -73,6 +73,7 @@ export function RunViewApp({ session }: { session: HostSession }) {
         onSelectNode={() => undefined}
         onAnswer={onAnswer}
         busy={state.busy !== null}
+        focusQuestion={false}
       />
       {state.error ? (
         <p className="form-error" role="alert">

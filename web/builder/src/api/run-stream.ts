@@ -11,6 +11,7 @@ type RunEventBody =
   | { type: 'tool_result'; node_id: string; name: string; content: unknown; is_error: boolean }
   | { type: 'node_finished'; node_id: string; node_type: string }
   | { type: 'interrupt'; run_id: string; node_id: string; question: string }
+  | { type: 'answer'; run_id: string; node_id: string; answer: string }
   | { type: 'end'; run_id: string; status: RunStatus; output: string | null; path: string[] }
   | { type: 'error'; run_id?: string; code?: string; message: string };
 
@@ -55,6 +56,8 @@ function toRunEventBody(type: string, d: Record<string, unknown>): RunEventBody 
       };
     case 'interrupt':
       return { type, run_id: str(d.run_id), node_id: str(d.node_id), question: str(d.question) };
+    case 'answer':
+      return { type, run_id: str(d.run_id), node_id: str(d.node_id), answer: str(d.answer) };
     case 'end':
       return {
         type,

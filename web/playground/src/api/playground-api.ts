@@ -1,3 +1,4 @@
+import type { CallToolResult } from '@modelcontextprotocol/client';
 import type { ApiClient } from '../../../shared/api/api-client';
 
 /** GET /api/playground/config (open). */
@@ -83,6 +84,20 @@ export interface Metrics {
   tool_call_count: number;
 }
 
+/**
+ * GET /api/playground/views: a tool the caller may call whose calls show in an MCP App view (a published workflow's
+ * tool and the workflow run view).
+ */
+export interface ToolView {
+  tool: string;
+  resource_uri: string;
+  /** The workflow the tool runs, which the view watches; null for a tool that runs none. */
+  workflow_id: string | null;
+  title: string;
+  /** The view's page on the playground listener, relative to the playground's own address. */
+  page: string;
+}
+
 export const SESSION_PAGE_SIZE = 50;
 
 const sessionPath = (id: string) => `/api/playground/sessions/${encodeURIComponent(id)}`;
@@ -118,6 +133,15 @@ export function createPlaygroundApi(client: ApiClient) {
       }),
     metrics: (sessionId: string, signal?: AbortSignal) =>
       client.request<Metrics>('/api/playground/observability/metrics', { query: { session_id: sessionId }, signal }),
+
+    views: (signal?: AbortSignal) => client.request<{ views: ToolView[] }>('/api/playground/views', { signal }),
+    /** A tool call a view makes through the playground, as the signed-in person (404: no tool a view may call). */
+    callViewTool: (name: string, args: Record<string, unknown>, signal?: AbortSignal) =>
+      client.request<CallToolResult>('/api/playground/views/tools/call', {
+        method: 'POST',
+        body: { name, arguments: args },
+        signal,
+      }),
   };
 }
 

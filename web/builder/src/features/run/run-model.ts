@@ -189,6 +189,15 @@ export function applyRunEvent(previous: RunView, event: RunEvent, now = Date.now
           status: 'waiting',
         })),
       };
+    case 'answer':
+      // The answer a resumption goes on with: the waiting node holds it and runs on.
+      return {
+        ...view,
+        status: 'running',
+        question: null,
+        waitingNode: null,
+        items: updateNode(view.items, event.node_id, at, (n) => ({ ...n, answer: event.answer, status: 'running' })),
+      };
     case 'end':
       // A run that paused at a human node ends its stream as `waiting`: the question stays open.
       if (event.status === 'waiting') {

@@ -305,6 +305,7 @@ export function RunTimeline({
   onSelectNode,
   onAnswer,
   busy,
+  focusQuestion = true,
 }: {
   view: RunView;
   details: RunDetails;
@@ -312,6 +313,8 @@ export function RunTimeline({
   onSelectNode: (id: string) => void;
   onAnswer: (answer: string) => void;
   busy: boolean;
+  /** Whether the answer box takes the focus when the run asks (not inside another app's page). */
+  focusQuestion?: boolean;
 }) {
   const [answer, setAnswer] = useState('');
   const id = useId();
@@ -383,7 +386,7 @@ export function RunTimeline({
               rows={2}
               data-native-undo
               value={answer}
-              autoFocus
+              autoFocus={focusQuestion}
               onChange={(event) => setAnswer(event.target.value)}
             />
           </div>

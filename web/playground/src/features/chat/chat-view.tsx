@@ -5,6 +5,7 @@ import { humanizeCode, type SignInReturn } from '../../../../shared/connections/
 import { formatNumber } from '../../../../shared/ui/format';
 import { isOfflineModel, modelLabel, modelSource } from '../../../../shared/ui/model-label';
 import type { PlaygroundApi, PlaygroundConfig, Session, Usage } from '../../api/playground-api';
+import { ToolViews, ToolViewsContext } from '../app-views/tool-views';
 import { messageText, type ChatMessage, type ToolPart } from './chat-model';
 import type { SocketStatus } from './chat-socket';
 import { Composer } from './composer';
@@ -44,6 +45,9 @@ function sessionAddress(sessionId: string): string {
 
 /** The conversation pane: history, the streamed answer, the status line and the message box. */
 export function ChatView(props: ChatViewProps) {
+  // Read once per sign-in (the workspace, and so this, is there as long as it lasts), whatever the session.
+  const { api, config } = props;
+  const toolViews = useMemo(() => new ToolViews(api, config.version), [api, config.version]);
   if (props.sessionId === null) {
     return (
       <section className="chat" aria-label="Chat">
@@ -69,7 +73,11 @@ export function ChatView(props: ChatViewProps) {
       </section>
     );
   }
-  return <SessionChat key={props.sessionId} {...props} sessionId={props.sessionId} />;
+  return (
+    <ToolViewsContext.Provider value={toolViews}>
+      <SessionChat key={props.sessionId} {...props} sessionId={props.sessionId} />
+    </ToolViewsContext.Provider>
+  );
 }
 
 function SessionChat({
@@ -188,6 +196,19 @@ function SessionChat({
     const el = scrollRef.current;
     if (el && stickRef.current) el.scrollTop = el.scrollHeight;
   }, [chat.messages, notice]);
+  // What grows on its own after it is shown (the view of a tool call, as its run goes on) keeps the end in sight too.
+  const listRef = useRef<HTMLDivElement>(null);
+  const hasMessages = chat.messages.length > 0;
+  useEffect(() => {
+    const list = listRef.current;
+    const el = scrollRef.current;
+    if (!hasMessages || !list || !el) return undefined;
+    const observer = new ResizeObserver(() => {
+      if (stickRef.current) el.scrollTop = el.scrollHeight;
+    });
+    observer.observe(list);
+    return () => observer.disconnect();
+  }, [hasMessages]);
 
   const title = session?.name || chat.detail?.name || 'Untitled session';
   const model = typeof chat.detail?.metadata?.model === 'string' ? chat.detail.metadata.model : config.model;
@@ -231,7 +252,7 @@ function SessionChat({
         {!chat.loading && !chat.loadError && chat.messages.length === 0 ? <EmptyConversation config={config} /> : null}
         {chat.messages.length > 0 ? (
           <ToolNeedsContext.Provider value={needsActions}>
-            <div className="messages">
+            <div ref={listRef} className="messages">
               {chat.messages.map((message) => (
                 <MessageView key={message.key} message={message} />
               ))}

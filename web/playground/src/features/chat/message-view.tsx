@@ -1,5 +1,6 @@
 import { Fragment, memo } from 'react';
 import { formatDateTime, formatDuration, formatMoment, formatNumber } from '../../../../shared/ui/format';
+import { ToolAppView } from '../app-views/tool-app-view';
 import type { ChatMessage } from './chat-model';
 import { Markdown } from './markdown';
 import { ToolCallView } from './tool-call';
@@ -29,7 +30,10 @@ function Meta({ message }: { message: ChatMessage }) {
   );
 }
 
-/** One message of the conversation; an assistant answer shows its text and tool calls in order. */
+/**
+ * One message of the conversation; an assistant answer shows its text and tool calls in order, each call with its
+ * view under it when its tool has one.
+ */
 export const MessageView = memo(function MessageView({ message }: { message: ChatMessage }) {
   const streaming = message.status === 'streaming';
   const empty = message.parts.length === 0;
@@ -53,6 +57,7 @@ export const MessageView = memo(function MessageView({ message }: { message: Cha
           ) : (
             <Fragment key={part.id}>
               <ToolCallView call={part} interrupted={!streaming} />
+              <ToolAppView call={part} interrupted={!streaming} />
               {part.needs ? <ToolNeedsCard needs={part.needs} messageKey={message.key} callId={part.id} /> : null}
             </Fragment>
           ),
