@@ -45,9 +45,8 @@ export const workflowRunCancel = defineTool({
   forAgent: false,
   ui: VIEW_ONLY,
   handler: async ({ workflow_id, run_id }, context: ToolContext) => {
-    // Only a run the caller started: watching it first names them as its starter.
-    await context.workflows.watch(context.caller, { workflowId: workflow_id, runId: run_id, after: 0 });
-    const run = await context.workflows.cancel(context.caller, workflow_id, run_id);
+    // Only a run the caller started: the claim itself names them as its starter.
+    const run = await context.workflows.cancelOwn(context.caller, workflow_id, run_id);
     return textResult(`Run ${run.run_id}: ${run.status}`, { ...run });
   },
 });

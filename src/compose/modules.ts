@@ -216,7 +216,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
         resume: (...args) => builder.service.runs.resume(...args),
         complete: (...args) => builder.service.runs.complete(...args),
         watch: (...args) => builder.service.runs.watch(...args),
-        cancel: (...args) => builder.service.runs.cancel(...args),
+        cancelOwn: (...args) => builder.service.runs.cancelOwn(...args),
       },
     },
     describe: () => ({ llm_provider: llm.provider, model: llm.model, search_provider: search.provider }),

@@ -34,7 +34,7 @@ export interface ToolServices {
   /** Chat turns with the agent (the agent itself calls tools, so it is reached late-bound through this). */
   chat: ChatTurnService;
   /** Runs of builder workflows (whose agents call tools in turn, so reached late-bound through this). */
-  workflows: Pick<WorkflowRuns, 'start' | 'resume' | 'complete' | 'watch' | 'cancel'>;
+  workflows: Pick<WorkflowRuns, 'start' | 'resume' | 'complete' | 'watch' | 'cancelOwn'>;
 }
 
 /** What a tool handler receives besides its arguments. */

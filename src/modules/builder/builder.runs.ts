@@ -65,6 +65,8 @@ export function recordedEvent(row: RunEventRow): RecordedRunEvent {
   return { ...(JSON.parse(row.event) as RunEvent), seq: row.seq, at: row.at };
 }
 
+const STOPPED = { error: 'The run was stopped' };
+
 /** The most events one watch returns (a view reads on from the last it got). */
 const WATCH_EVENTS = 500;
 
@@ -188,8 +190,14 @@ export class WorkflowRuns {
 
   /** Stops a waiting run for good: its question is not answered (409 when it is not waiting). */
   async cancel(caller: Caller, workflowId: string, runId: string): Promise<RunView> {
-    const { claimed } = await this.#claimWaiting(caller, workflowId, runId, 'cancelled', {
-      error: 'The run was stopped',
+    const { claimed } = await this.#claimWaiting(caller, workflowId, runId, 'cancelled', STOPPED);
+    return runView(claimed);
+  }
+
+  /** Stops a waiting run the caller started (a run view's Stop): anyone else's is no run (404). */
+  async cancelOwn(caller: Caller, workflowId: string, runId: string): Promise<RunView> {
+    const { claimed } = await this.#claimWaiting(caller, workflowId, runId, 'cancelled', STOPPED, {
+      startedBy: subjectOf(caller),
     });
     return runView(claimed);
   }
@@ -201,12 +209,15 @@ export class WorkflowRuns {
     runId: string,
     to: 'running' | 'cancelled',
     fields: { error?: string },
+    own: { startedBy?: string } = {},
   ): Promise<{ before: RunRow; claimed: RunRow }> {
     await this.deps.builder.access(caller, workflowId, 'executor');
-    const run = await findRun(this.deps.db, workflowId, runId);
+    const run = own.startedBy
+      ? await findRunStartedBy(this.deps.db, own.startedBy, workflowId, runId)
+      : await findRun(this.deps.db, workflowId, runId);
     if (!run) throw runNotFound(runId);
     const at = this.deps.now().toISOString();
-    if (run.status !== 'waiting' || !(await claimRun(this.deps.db, run, 'waiting', to, at)))
+    if (run.status !== 'waiting' || !(await claimRun(this.deps.db, run, 'waiting', to, at, own.startedBy)))
       throw runNotWaiting((await findRun(this.deps.db, workflowId, runId))?.status ?? run.status);
     await updateRun(this.deps.db, run, { question: null, waiting_node: null, ...fields });
     return {

@@ -201,8 +201,8 @@ export async function updateRun(
 }
 
 /**
- * Moves a run of the workflow from one status to another, only if it is still in the first: false when someone else
- * got there (or it is no run of that workflow).
+ * Moves a run of the workflow from one status to another, only if it is still in the first (and, given
+ * `startedBy`, only a run they started): false when someone else got there (or it is no such run).
  */
 export async function claimRun(
   db: Executor,
@@ -210,14 +210,16 @@ export async function claimRun(
   from: RunStatus,
   to: RunStatus,
   at: string,
+  startedBy?: string,
 ): Promise<boolean> {
-  const result = await db
+  let claim = db
     .updateTable('workflow_runs')
     .set({ status: to, updated_at: at })
     .where('id', '=', run.id)
     .where('workflow_id', '=', run.workflow_id)
-    .where('status', '=', from)
-    .executeTakeFirst();
+    .where('status', '=', from);
+  if (startedBy !== undefined) claim = claim.where('started_by', '=', startedBy);
+  const result = await claim.executeTakeFirst();
   return Number(result.numUpdatedRows) === 1;
 }
 
