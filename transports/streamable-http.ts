@@ -1,11 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { IncomingMessage, ServerResponse } from 'node:http';
 import { Socket } from 'node:net';
-import { toNodeHandler } from '@modelcontextprotocol/node';
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
-import { ErrorCode, isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
-import { type McpHttpHandler, classifyInboundRequest, createMcpHandler } from '@modelcontextprotocol/server';
+import type { StreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/streamableHttp.js';
+import { isInitializeRequest } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
 import { CommonErrorCode, ServiceUnavailableError } from '../src/errors.js';
@@ -16,11 +14,12 @@ import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { BoundedEventStore } from '../src/mcp/event-store.js';
 import { type TransportGuard, guardTransport } from '../src/mcp/guard.js';
-import { callerOfAuthInfo } from '../src/mcp/modern.js';
 import type { McpSessionDirectory, SessionRecord } from '../src/mcp/session-directory.js';
 import { MAX_MESSAGE_DEPTH, nestsWithin } from '../src/mcp/messages.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { authInfoFor } from '../src/mcp/server.js';
+import { jsonRpcError, surelyLegacy, withAuth } from './mcp-http.js';
+import type { ModernHttp } from './modern-http.js';
 import { type NodeStreamableHttpOptions, NodeStreamableHttpTransport } from './node-streamable-transport.js';
 import { openStreamSlot } from './stream-slot.js';
 
@@ -61,21 +60,6 @@ export interface StreamableHttpOptions {
   directory?: McpSessionDirectory;
 }
 
-/** The request as the SDK's transport reads it: with its caller's AuthInfo. */
-const withAuth = (req: Request, extra: { resourceMetadataUrl?: string } = {}) =>
-  Object.assign(req, { auth: { ...authInfoFor(callerOf(req)), ...extra } });
-
-function jsonRpcError(
-  res: Response,
-  status: number,
-  code: number,
-  message: string,
-  about: { id?: unknown; data?: unknown } = {},
-): void {
-  const error = { code, message, ...(about.data !== undefined && { data: about.data }) };
-  res.status(status).json({ jsonrpc: '2.0', error, id: about.id ?? null });
-}
-
 const STATELESS_ONLY_POST = 'Method not allowed: this server is stateless (MCP_SESSION_MODE=stateless); use POST';
 
 /**
@@ -90,27 +74,12 @@ export class StreamableHttpSessions {
   readonly #restoring = new Map<string, Promise<Session | undefined>>();
   readonly #reaper: NodeJS.Timeout;
   readonly #stopListening: () => void;
-  /** The 2026-07-28 revision: stateless, one server per request, from `@modelcontextprotocol/server`. */
-  readonly #modern: McpHttpHandler;
-  readonly #serveModern: ReturnType<typeof toNodeHandler>;
-  readonly #stopNotifying: () => void;
+  /** The 2026-07-28 revision (`./modern-http.ts`), loaded with its SDK package on the first request it may take. */
+  #modern: Promise<ModernHttp> | undefined;
+  /** The SDK's transport class, loaded on first use when `transport` is `sdk`. */
+  #sdkTransport: Promise<typeof StreamableHTTPServerTransport> | undefined;
 
   constructor(private readonly options: StreamableHttpOptions) {
-    // 2025-era traffic never reaches it (routed by isLegacyRequest below), hence `reject`.
-    this.#modern = createMcpHandler((ctx) => options.core.createModernServer(callerOfAuthInfo(ctx.authInfo)), {
-      legacy: 'reject',
-      onerror: (err) => options.logger.debug({ err }, 'modern MCP request rejected'),
-    });
-    // Modern clients hear of changes on their `subscriptions/listen` streams.
-    const stopTools = options.core.onToolsChanged(() => this.#modern.notify.toolsChanged());
-    const stopResources = options.core.onResourceUpdated((uri) => this.#modern.notify.resourceUpdated(uri));
-    this.#stopNotifying = () => {
-      stopTools();
-      stopResources();
-    };
-    this.#serveModern = toNodeHandler(this.#modern, {
-      onerror: (err) => options.logger.error({ err }, 'modern MCP request failed'),
-    });
     this.#reaper = setInterval(() => void this.reapIdle(), Math.min(60_000, Math.max(1_000, options.idleMs / 2)));
     this.#reaper.unref();
     this.#stopListening = options.directory?.onEnded((id) => void this.#close(id)) ?? (() => undefined);
@@ -137,8 +106,8 @@ export class StreamableHttpSessions {
   async closeAll(): Promise<void> {
     clearInterval(this.#reaper);
     this.#stopListening();
-    this.#stopNotifying();
-    await this.#modern.close();
+    const modern = await this.#modern?.catch(() => undefined);
+    await modern?.close();
     // A request in flight is answered first (at the drain's deadline, with the stopping error), never cut off.
     const { deadline } = this.options.lifecycle;
     await Promise.all([...this.#sessions.values()].map((session) => session.guard.settle(deadline)));
@@ -146,10 +115,20 @@ export class StreamableHttpSessions {
   }
 
   /** A transport of the configured kind. */
-  #newTransport(options: NodeStreamableHttpOptions): HttpTransport {
-    return this.options.transport === 'sdk'
-      ? new StreamableHTTPServerTransport(options)
-      : new NodeStreamableHttpTransport(options);
+  async #newTransport(options: NodeStreamableHttpOptions): Promise<HttpTransport> {
+    if (this.options.transport !== 'sdk') return new NodeStreamableHttpTransport(options);
+    this.#sdkTransport ??= import('@modelcontextprotocol/sdk/server/streamableHttp.js').then(
+      (sdk) => sdk.StreamableHTTPServerTransport,
+    );
+    return new (await this.#sdkTransport)(options);
+  }
+
+  #modernHttp(): Promise<ModernHttp> {
+    const { core, logger, resourceMetadataUrl } = this.options;
+    this.#modern ??= import('./modern-http.js').then((leg) =>
+      leg.ModernHttp.create({ core, logger, ...(resourceMetadataUrl !== undefined && { resourceMetadataUrl }) }),
+    );
+    return this.#modern;
   }
 
   async #close(id: string): Promise<void> {
@@ -223,14 +202,14 @@ export class StreamableHttpSessions {
    * A transport for a session of this instance; `id` is the session's id when it continues one opened elsewhere.
    * Its events are kept for the session and its caller alone, and forgotten when it closes.
    */
-  #transport(
+  async #transport(
     server: Server,
     caller: string,
     onInitialised: (id: string) => void,
     id: string = randomUUID(),
-  ): HttpTransport {
+  ): Promise<HttpTransport> {
     const events = this.#events.forSession(caller, id);
-    const transport = this.#newTransport({
+    const transport = await this.#newTransport({
       sessionIdGenerator: () => id,
       eventStore: events,
       onsessioninitialized: onInitialised,
@@ -258,7 +237,7 @@ export class StreamableHttpSessions {
   async #restore(id: string, record: SessionRecord, req: Request): Promise<Session | undefined> {
     await this.#makeRoom();
     const server = this.options.core.createServer();
-    const transport = this.#transport(server, record.caller, () => undefined, id);
+    const transport = await this.#transport(server, record.caller, () => undefined, id);
     await server.connect(transport);
     if (!(await replayInitialize(transport, record.initialize, authInfoFor(callerOf(req))))) {
       await transport.close().catch(() => undefined);
@@ -282,7 +261,7 @@ export class StreamableHttpSessions {
     const server = this.options.core.createServer();
     // The session is recorded while its initialize request is handled, after the guard is in place.
     const connected: { guard?: TransportGuard } = {};
-    const transport = this.#transport(server, record.caller, (id) => {
+    const transport = await this.#transport(server, record.caller, (id) => {
       const now = Date.now();
       this.#sessions.set(id, { transport, server, guard: connected.guard!, record, lastSeen: now, lastRecorded: now });
       this.#share(id, record);
@@ -292,46 +271,15 @@ export class StreamableHttpSessions {
   }
 
   /**
-   * Whether a POST speaks the 2026-07-28 revision, as the SDK's own entry would route it (`isLegacyRequest`): its
-   * classifier, fed the headers and the body express already parsed, without building a web Request for it.
+   * The 2026-07-28 revision's answerer when a POST speaks it, as the SDK's own entry would route it. The common
+   * 2025-era message is told apart without loading the revision's SDK package; any other is classified by it.
    */
-  #isModern(req: Request): boolean {
+  async #modernFor(req: Request): Promise<ModernHttp | undefined> {
     const body: unknown = req.body;
     // No JSON body (express parsed none): the SDK routes it to the 2025 era, which answers it.
-    if (body === undefined) return false;
-    return (
-      classifyInboundRequest({
-        httpMethod: req.method,
-        protocolVersionHeader: req.get('mcp-protocol-version'),
-        mcpMethodHeader: req.get('mcp-method'),
-        mcpNameHeader: req.get('mcp-name'),
-        body,
-      }).kind !== 'legacy'
-    );
-  }
-
-  /** A modern request: a server of its own answers it, with the caller the route authenticated. */
-  async #answerModern(req: Request, res: Response): Promise<void> {
-    const body = req.body as { id?: unknown; method?: unknown; params?: unknown } | undefined;
-    const method = body?.method;
-    // A client hears the updates of the resources it may read only; any other does not exist for it.
-    const following = method === 'subscriptions/listen' ? resourceSubscriptions(body?.params) : [];
-    if (following.length > 0) {
-      const refused = await this.options.core.unreadableResource(callerOf(req), following);
-      if (refused !== undefined) {
-        this.options.core.metrics.messages.inc({ method: 'subscriptions/listen', status: 'error' });
-        jsonRpcError(res, 200, ErrorCode.InvalidParams, `Resource not found: ${refused}`, {
-          id: body?.id,
-          data: { uri: refused },
-        });
-        return;
-      }
-    }
-    const outcome = watchReply(res);
-    res.once('finish', () => {
-      if (typeof method === 'string') this.options.core.metrics.messages.inc({ method, status: outcome() });
-    });
-    await this.#serveModern(withAuth(req, { resourceMetadataUrl: this.options.resourceMetadataUrl }), res, req.body);
+    if (body === undefined || surelyLegacy(req.get('mcp-protocol-version'), body)) return undefined;
+    const modern = await this.#modernHttp();
+    return modern.isModern(req) ? modern : undefined;
   }
 
   /** Connects a server to its transport and guards it. */
@@ -355,7 +303,7 @@ export class StreamableHttpSessions {
    */
   async #answerAlone(req: Request, res: Response): Promise<void> {
     const server = this.options.core.createServer();
-    const transport = this.#newTransport({ sessionIdGenerator: undefined });
+    const transport = await this.#newTransport({ sessionIdGenerator: undefined });
     res.on('close', () => {
       void transport.close().catch(() => undefined);
       void server.close().catch(() => undefined);
@@ -404,8 +352,9 @@ export class StreamableHttpSessions {
           },
           handler: async ({ req, res }) => {
             await admit(req, res);
-            if (this.#isModern(req)) {
-              await this.#answerModern(req, res);
+            const modern = await this.#modernFor(req);
+            if (modern) {
+              await modern.answer(req, res);
               return;
             }
             if (this.options.stateless) {
@@ -513,60 +462,4 @@ async function replayInitialize(
   } finally {
     socket.destroy();
   }
-}
-
-/** How much of a reply is kept to read its outcome: a JSON-RPC response, or the last event of a stream. */
-const WATCHED_BYTES = 64 * 1024;
-
-/**
- * Watches what a modern request's reply sends, to tell its outcome: an HTTP error, or a JSON-RPC error answered
- * with 200 (the revision answers most errors that way), counts as an error; a result as a success.
- */
-function watchReply(res: Response): () => 'success' | 'error' {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const keep = (chunk: unknown, encoding: unknown) => {
-    if (size >= WATCHED_BYTES || (typeof chunk !== 'string' && !(chunk instanceof Uint8Array))) return;
-    const bytes =
-      typeof chunk === 'string'
-        ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
-        : Buffer.from(chunk);
-    chunks.push(bytes);
-    size += bytes.length;
-  };
-  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-  const end = res.end.bind(res) as (...args: unknown[]) => Response;
-  res.write = ((...args: unknown[]) => {
-    keep(args[0], args[1]);
-    return write(...args);
-  }) as Response['write'];
-  res.end = ((...args: unknown[]) => {
-    keep(args[0], args[1]);
-    return end(...args);
-  }) as Response['end'];
-  return () => {
-    if (res.statusCode >= 400) return 'error';
-    const text = Buffer.concat(chunks).toString('utf8');
-    const streamed = String(res.getHeader('content-type') ?? '').includes('text/event-stream');
-    const last = streamed
-      ? text
-          .split('\n')
-          .filter((line) => line.startsWith('data:'))
-          .at(-1)
-          ?.slice(5)
-      : text;
-    try {
-      const message = last ? (JSON.parse(last) as { error?: unknown }) : {};
-      return message.error === undefined ? 'success' : 'error';
-    } catch {
-      return 'success';
-    }
-  };
-}
-
-/** The resources a `subscriptions/listen` request asks to follow (`notifications.resourceSubscriptions`). */
-function resourceSubscriptions(params: unknown): unknown[] {
-  const notifications = (params as { notifications?: { resourceSubscriptions?: unknown } } | undefined)?.notifications;
-  const uris = notifications?.resourceSubscriptions;
-  return Array.isArray(uris) ? uris : [];
 }

@@ -8,7 +8,8 @@ import type { Caller } from '../ports/caller.js';
 import { DirectTransport } from './direct-transport.js';
 import { guardTransport } from './guard.js';
 import type { McpMetrics } from './metrics.js';
-import { type ModernDeps, ModernServers, type RunQuestion, questionCodec } from './modern.js';
+import type * as Modern from './modern.js';
+import type { ModernDeps, ModernServers, RunQuestion } from './modern.js';
 import type { McpTasks } from './tasks.js';
 import { type ToolView, VIEW_RESOURCES } from './apps.js';
 import { CatalogError, callFromView, readableResource, toolViews } from './catalog.js';
@@ -30,6 +31,7 @@ export class McpCore {
   #shared: Promise<Server> | undefined;
   #questions: RequestStateCodec<RunQuestion> | undefined;
   #modernServers: ModernServers | undefined;
+  #modernModule: typeof Modern | undefined;
   #stopInvalidating: (() => void) | undefined;
 
   constructor(
@@ -71,6 +73,14 @@ export class McpCore {
     return this.#modernPool().take();
   }
 
+  /**
+   * Loads the 2026-07-28 revision's servers, and with them its SDK package (some 7 MB of heap), on the first request
+   * of that revision: an instance that only 2025-era clients use never holds them. Call before `createModernServer`.
+   */
+  async loadModern(): Promise<void> {
+    this.#modernModule ??= await import('./modern.js');
+  }
+
   /** How many servers of the 2026-07-28 revision wait for a request, and how many were built in all. */
   get modernServers(): { idle: number; built: number } {
     return this.#modernServers?.stats ?? { idle: 0, built: 0 };
@@ -83,16 +93,18 @@ export class McpCore {
    */
   #modernPool(): ModernServers {
     if (!this.#modernServers) {
-      const servers = new ModernServers(this.deps.server, this.#modern(), this.deps.modernServersKept);
+      const modern = this.#modernModule;
+      if (!modern) throw new Error('The 2026-07-28 revision is not loaded: await loadModern() first');
+      const servers = new modern.ModernServers(this.deps.server, this.#modern(modern), this.deps.modernServersKept);
       this.#stopInvalidating = this.onToolsChanged(() => servers.invalidate());
       this.#modernServers = servers;
     }
     return this.#modernServers;
   }
 
-  #modern(): ModernDeps {
+  #modern(modern: typeof Modern): ModernDeps {
     const { tasks, requestStateKey } = this.deps;
-    if (requestStateKey) this.#questions ??= questionCodec(requestStateKey());
+    if (requestStateKey) this.#questions ??= modern.questionCodec(requestStateKey());
     return { ...(tasks && { tasks }), ...(this.#questions && { questions: this.#questions }) };
   }
 

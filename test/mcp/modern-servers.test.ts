@@ -175,6 +175,7 @@ function setUp(kept = 64) {
       body: JSON.stringify(body),
       ...(options.signal && { signal: options.signal }),
     });
+    await core.loadModern();
     const res = await handler.fetch(request, { authInfo: authInfoFor(who) });
     const text = await res.text();
     const messages = res.headers.get('content-type')?.includes('text/event-stream')
