@@ -128,6 +128,13 @@ function answerClientError(error: Error & { code?: string }, socket: Socket): vo
   socket.end(rawHttpResponse(renderError('envelope', refusal, randomUUID())));
 }
 
+/**
+ * How long an idle kept-alive connection stays open: longer than the 60 s idle timeout of common load balancers and
+ * reverse proxies. Whoever closes an idle connection first must be the client: a request sent on a connection the
+ * server is closing at that moment is lost as a reset (a 502 behind a proxy). Node's default is 5 s.
+ */
+export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
+
 /** An HTTP server that binds, reports its address, and closes gracefully. */
 export class HttpListener {
   readonly server: Server;
@@ -141,7 +148,7 @@ export class HttpListener {
     readonly name: ListenerName,
     app: express.Express,
   ) {
-    this.server = createServer(boundedTurns(app));
+    this.server = createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS }, boundedTurns(app));
     this.server.on('clientError', answerClientError);
     // Runs after the app has taken the request (or queued it for a later turn), before any response is written.
     this.server.on('request', (_req, res: ServerResponse) => {

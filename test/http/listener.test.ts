@@ -271,6 +271,30 @@ describe('listener plumbing', () => {
     expect((await fetch(`${url}/api/widgets/w1`, json({ name: 'a' }))).status).toBe(201);
   });
 
+  it('keeps an idle connection open longer than a load balancer would, and tells the client how long', async () => {
+    const capture = captureLogger();
+    const lifecycle = new Lifecycle();
+    lifecycle.markRunning();
+    const app = createListenerApp({
+      name: 'main',
+      logger: capture.logger,
+      metrics: createMetrics(),
+      lifecycle,
+      bodyLimitBytes: 1024,
+      groups: [group('/api', 'envelope')],
+    });
+    const listener = new HttpListener('main', app);
+    await listener.listen('127.0.0.1', 0);
+    try {
+      const res = await fetch(`${listener.url}/api/widgets/w1`, json({ name: 'gear' }));
+      expect(res.status).toBe(201);
+      // Clients keep a connection for less than the server says: a proxy with a 60 s idle timeout closes first.
+      expect(res.headers.get('keep-alive')).toBe('timeout=65');
+    } finally {
+      await listener.close(1_000);
+    }
+  });
+
   it('lets an in-flight request finish on close, then closes its connection', async () => {
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
