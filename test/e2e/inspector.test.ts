@@ -7,6 +7,7 @@ import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
 import { startTestApp } from '../helpers/app.js';
+import { nodeArgsFor } from '../helpers/entry.js';
 import { TOOL_NAMES } from '../helpers/mcp.js';
 import { PASSWORD, call, createUser } from '../helpers/auth.js';
 
@@ -65,7 +66,7 @@ describe('MCP Inspector CLI', () => {
       DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'agent-inspector-')), 'agent.db')}`,
       ADMIN_PASSWORD: 'bootstrap-secret-1',
     };
-    const target = [join(ROOT, 'node_modules/.bin/tsx'), join(ROOT, 'src/main.ts'), 'stdio'];
+    const target = [process.execPath, ...nodeArgsFor(join(ROOT, 'src/main.ts')), 'stdio'];
     const listed = await inspector([...target, '--method', 'tools/list'], env);
     expect((listed.tools as { name: string }[]).map((t) => t.name)).toEqual(TOOL_NAMES);
     const called = await inspector(

@@ -13,6 +13,7 @@ import { closeAfterEach, startTestApp } from '../helpers/app.js';
 import { ADMIN_PASSWORD, PASSWORD, accessToken, createUser } from '../helpers/auth.js';
 import { authorizeClient } from '../helpers/oauth.js';
 import { startTestClient } from '../helpers/client.js';
+import { nodeArgsFor } from '../helpers/entry.js';
 import { connectModernClient } from '../helpers/mcp.js';
 
 /**
@@ -230,7 +231,7 @@ describe('MCP 2026-07-28 beside the 2025 era on /mcp', () => {
     await client.connect(
       new StdioClientTransport({
         command: process.execPath,
-        args: ['--import', 'tsx', join(import.meta.dirname, '../../src/main.ts'), 'stdio'],
+        args: [...nodeArgsFor(join(import.meta.dirname, '../../src/main.ts')), 'stdio'],
         env: { PATH: process.env.PATH ?? '', DATABASE_URL: `sqlite:${dbFile}`, ADMIN_PASSWORD, LOG_LEVEL: 'silent' },
       }),
     );

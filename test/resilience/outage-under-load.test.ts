@@ -21,7 +21,13 @@ import { type TcpProxy, startTcpProxy } from '../helpers/tcp-proxy.js';
  */
 const CYCLES = Number(process.env.OUTAGE_CYCLES ?? 2);
 const DOWN_MS = 1_500;
-const RECOVERY_BUDGET_MS = 2_000;
+/**
+ * What the service itself waits before trying a lost dependency again is at most 2 s: a breaker's cooldown (1 s)
+ * and Redis's longest wait between reconnections (1 s). The budget allows as much again for the machine's load (on
+ * two cores shared with the rest of the suite, recoveries of up to 2.2 s were seen); a recovery that waits on
+ * anything else (a pool keeping dead connections, a backoff that grows) takes far longer and fails it.
+ */
+const RECOVERY_BUDGET_MS = 4_000;
 const LANES = 3;
 
 afterEach(killRunning);
