@@ -54,10 +54,11 @@ function excerpt(text: string, term: string): string {
 
 /**
  * Search with no network: the service's own documentation (README sections, ranked by how often the query's
- * words occur) and the caller's own conversations.
+ * words occur) and the caller's own conversations. The documentation (about half a megabyte once split) is read on
+ * the first search, not by every instance at start-up.
  */
-export function createEmbeddedSearch(conversations: ConversationSearcher, markdown: string = readme()): WebSearch {
-  const sections = sectionsOf(markdown);
+export function createEmbeddedSearch(conversations: ConversationSearcher, markdown?: string): WebSearch {
+  let split: Section[] | undefined;
   return {
     provider: 'embedded',
     async search(query, { limit, subject }) {
@@ -72,7 +73,8 @@ export function createEmbeddedSearch(conversations: ConversationSearcher, markdo
       ];
       if (terms.length === 0) return [];
       const docs: (SearchResult & { score: number })[] = [];
-      for (const section of sections) {
+      split ??= sectionsOf(markdown ?? readme());
+      for (const section of split) {
         const haystack = `${section.title}\n${section.text}`.toLowerCase();
         const counts = terms.map((t) => haystack.split(t).length - 1);
         if (counts.some((c) => c === 0)) continue;
