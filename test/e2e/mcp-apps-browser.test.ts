@@ -126,6 +126,21 @@ describeWithService('MCP Apps: a published workflow run shown in a host', probeC
     return page.frames()[1]!;
   }
 
+  // What the check in the page reads of it (the tests compile without the DOM's types).
+  interface StyledElement {
+    ownerDocument: { defaultView: { getComputedStyle(of: StyledElement): { backgroundColor: string; color: string } } };
+    querySelector(selector: string): StyledElement;
+  }
+
+  /** Relative luminance (0 black, 1 white) of a computed `rgb()`/`rgba()` colour. */
+  function luminance(color: string): number {
+    const [r, g, b] = (color.match(/[\d.]+/g) ?? []).slice(0, 3).map((part) => {
+      const c = Number(part) / 255;
+      return c <= 0.03928 ? c / 12.92 : ((c + 0.055) / 1.055) ** 2.4;
+    });
+    return 0.2126 * r! + 0.7152 * g! + 0.0722 * b!;
+  }
+
   async function journey(client: AnyClient, label: string, theme: 'light' | 'dark') {
     const listed = await client.listTools();
     const described = listed.tools.find((t) => t.name === tool)!;
@@ -170,6 +185,15 @@ describeWithService('MCP Apps: a published workflow run shown in a host', probeC
     await expect.poll(() => frame.getByText('What should change?').count()).toBeGreaterThan(0);
     await frame.getByLabel('Your answer').scrollIntoViewIfNeeded();
     await expect.poll(() => frame.getByText('Waiting for an answer').count()).toBeGreaterThan(0);
+    // The question stands out from its box in the host's theme, not the system's (dark text on the light box, light
+    // on the dark one): the box's colours once followed only the system's preference.
+    const { box, text } = await frame.locator('.interrupt').evaluate((node) => {
+      const element = node as unknown as StyledElement;
+      const style = (of: StyledElement) => element.ownerDocument.defaultView.getComputedStyle(of);
+      return { box: style(element).backgroundColor, text: style(element.querySelector('.interrupt__question')).color };
+    });
+    expect(Math.abs(luminance(box) - luminance(text)), `${text} on ${box}`).toBeGreaterThan(0.4);
+    expect(luminance(box) < 0.5, `box ${box}`).toBe(theme === 'dark');
     await page.screenshot({ path: `${ARTIFACTS}/mcp-app-${label}-question.png` });
 
     service.fake.chunkDelayMs = 0;
