@@ -6,6 +6,7 @@ import {
   createServer,
 } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { gzipSync } from 'node:zlib';
 import { afterEach, describe, expect, it } from 'vitest';
 import {
   OutboundLimitError,
@@ -378,6 +379,40 @@ describe('createOutboundFetch', () => {
     });
     const turned = await guarded(`${server.origin}/303`, { method: 'POST', body: form() });
     expect(await turned.json()).toEqual({ method: 'GET', body: '', contentType: null });
+  });
+
+  it('sends a string body as fetch would, with its Content-Type, method spelled in capitals, again on a 307', async () => {
+    const server = await serve((req, res, body) => {
+      if (req.url === '/307') return void res.writeHead(307, { location: '/echo' }).end();
+      res.writeHead(200, { 'content-type': 'application/json' });
+      res.end(JSON.stringify({ method: req.method, body, contentType: req.headers['content-type'] ?? null }));
+    });
+    const guarded = createOutboundFetch(policy({ privateHosts: ['127.0.0.1'] }));
+    const message = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'ping', text: 'grüße' });
+
+    const plain = await guarded(`${server.origin}/307`, { method: 'post', body: message });
+    expect(await plain.json()).toEqual({ method: 'POST', body: message, contentType: 'text/plain;charset=UTF-8' });
+    const typed = await guarded(`${server.origin}/echo`, {
+      method: 'PATCH',
+      headers: { 'Content-Type': 'application/json' },
+      body: message,
+    });
+    expect(await typed.json()).toEqual({ method: 'PATCH', body: message, contentType: 'application/json' });
+    const refused = await rejection(guarded(`${server.origin}/echo`, { method: 'GET', body: message }));
+    expect(refused).toBeInstanceOf(TypeError);
+    expect(server.received.map((r) => r.method)).toEqual(['POST', 'POST', 'PATCH']);
+  });
+
+  it('errors a compressed body that inflates past maxResponseBytes, whatever its Content-Length says', async () => {
+    const packed = gzipSync(Buffer.alloc(4 * 1024 * 1024, 'x'));
+    const server = await serve((_req, res) => {
+      res.writeHead(200, { 'content-encoding': 'gzip', 'content-length': packed.length }).end(packed);
+    });
+    expect(packed.length).toBeLessThan(1024 * 1024);
+    const res = await createOutboundFetch(policy({ privateHosts: ['127.0.0.1'] }))(`${server.origin}/`);
+    const error = await rejection(res.arrayBuffer());
+    expect(error).toBeInstanceOf(OutboundLimitError);
+    expect(error).toMatchObject({ limit: 'size' });
   });
 
   it('cuts off a server that sends no headers within timeoutMs', async () => {

@@ -110,7 +110,13 @@ const invalid = (message: string, field: string) =>
  * administrator registers shared ones (and is the only one who may run a stdio command, from the configured
  * allow-list, or offer a server's tools to MCP clients). Secrets are sealed and never shown.
  */
+/** Opened connection secrets kept at most; beyond, the memo starts again. */
+const MAX_OPENED_SECRETS = 1_000;
+
 export class ConnectionsService {
+  /** Opened secrets by connection and sealed value. */
+  readonly #opened = new Map<string, string>();
+
   constructor(private readonly deps: ConnectionsServiceDeps) {}
 
   async isAdmin(caller: Caller): Promise<boolean> {
@@ -317,7 +323,16 @@ export class ConnectionsService {
 
   /** The static secret of a connection, opened. */
   secretOf(row: ConnectionRow): string | undefined {
-    return row.secret === null ? undefined : this.deps.sealer.open(`connection:${row.id}`, row.secret);
+    if (row.secret === null) return undefined;
+    // Each call of a connection needs its credential: opened once per sealed value (a new secret is sealed anew).
+    const key = `${row.id}\u0000${row.secret}`;
+    let secret = this.#opened.get(key);
+    if (secret === undefined) {
+      if (this.#opened.size >= MAX_OPENED_SECRETS) this.#opened.clear();
+      secret = this.deps.sealer.open(`connection:${row.id}`, row.secret);
+      this.#opened.set(key, secret);
+    }
+    return secret;
   }
 
   async #mayUse(caller: Caller, row: ConnectionRow): Promise<boolean> {

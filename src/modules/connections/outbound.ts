@@ -351,6 +351,38 @@ function validatePolicy(policy: OutboundPolicy): number {
   return maxRedirects;
 }
 
+/** Methods fetch spells in capitals whatever their case; any other is taken as it is, or refused, by a Request. */
+const NORMALIZED_METHODS = new Set(['DELETE', 'GET', 'HEAD', 'OPTIONS', 'POST', 'PUT']);
+function methodOf(method = 'GET'): string {
+  const upper = method.toUpperCase();
+  return NORMALIZED_METHODS.has(upper) ? upper : new Request('http://outbound.invalid/', { method }).method;
+}
+
+/**
+ * The request's method, headers and body as bytes, once: a 307 or 308 sends the same body again. A string body
+ * (every MCP message, most OAuth requests) is encoded here, with the Content-Type fetch would give it; any other body
+ * (URLSearchParams, FormData, Blob, stream) goes through a Request, which does the same for every kind, at the cost
+ * of a stream or two.
+ */
+async function bytesOf(init: RequestInit): Promise<{ method: string; headers: Headers; body: Uint8Array | undefined }> {
+  if (init.body === undefined || init.body === null || typeof init.body === 'string') {
+    const method = methodOf(init.method);
+    const headers = new Headers(init.headers);
+    if (typeof init.body !== 'string') return { method, headers, body: undefined };
+    if (method === 'GET' || method === 'HEAD') throw new TypeError(`Request with ${method} method cannot have body.`);
+    if (!headers.has('content-type')) headers.set('content-type', 'text/plain;charset=UTF-8');
+    return { method, headers, body: new TextEncoder().encode(init.body) };
+  }
+  const prepared = new Request('http://outbound.invalid/', {
+    method: init.method ?? 'GET',
+    headers: init.headers,
+    body: init.body,
+    duplex: 'half',
+  });
+  const body = prepared.body ? new Uint8Array(await prepared.arrayBuffer()) : undefined;
+  return { method: prepared.method, headers: new Headers(prepared.headers), body };
+}
+
 let undiciModule: typeof Undici | undefined;
 /** undici (CommonJS), loaded on the first outbound request: a service that makes none never needs it. */
 const undici = (): typeof Undici => (undiciModule ??= createRequire(import.meta.url)('undici') as typeof Undici);
@@ -377,17 +409,10 @@ export function createOutboundFetch(policy: OutboundPolicy): OutboundFetch {
     const callerSignal = init.signal ?? undefined;
     callerSignal?.throwIfAborted();
 
-    // A Request turns any body (string, URLSearchParams, FormData, Blob, stream) into bytes and the Content-Type
-    // fetch would give it, once: a 307 or 308 sends the same body again.
-    const prepared = new Request('http://outbound.invalid/', {
-      method: init.method ?? 'GET',
-      headers: init.headers,
-      body: init.body ?? null,
-      duplex: 'half',
-    });
+    const prepared = await bytesOf(init);
     let method = prepared.method;
-    const headers = new Headers(prepared.headers);
-    let body: Uint8Array | undefined = prepared.body ? new Uint8Array(await prepared.arrayBuffer()) : undefined;
+    const headers = prepared.headers;
+    let body = prepared.body;
 
     let host = url.host;
     const deadline = new AbortController();
@@ -428,7 +453,10 @@ export function createOutboundFetch(policy: OutboundPolicy): OutboundFetch {
               `Cut off: the response from ${host} exceeds ${maxResponseBytes} bytes`,
             );
           }
-          const result = new Response(nullBody ? null : limitBody(source, maxResponseBytes, host), {
+          // A declared length within the limit bounds the body already (the connection reads no further), unless
+          // the body is compressed: fetch inflates it, to any size.
+          const bounded = response.headers.has('content-length') && !response.headers.has('content-encoding');
+          const result = new Response(nullBody ? null : bounded ? source : limitBody(source, maxResponseBytes, host), {
             status: response.status,
             statusText: response.statusText,
             headers: [...response.headers],
