@@ -12,6 +12,7 @@ import { refuseNulInBody, refuseNulInUrl } from './nul-text.js';
 import { ErrorAreas, errorHandler, notFoundHandler, rawHttpResponse, renderError } from './render-errors.js';
 import { requestContext } from './request-context.js';
 import { type RouteGroup, mountRoutes } from './route.js';
+import { StaticRoutes, inSequence } from './static-routes.js';
 import { boundedTurns } from './turns.js';
 
 export type ListenerName = 'main' | 'playground' | 'builder';
@@ -69,28 +70,41 @@ export function createListenerApp(options: ListenerAppOptions): express.Express 
   app.set('trust proxy', options.trustProxy ?? false);
   const areas = new ErrorAreas();
 
-  app.use((_req, res, next) => {
-    res.locals.listener = name;
-    res.setHeader('X-Content-Type-Options', 'nosniff');
-    res.setHeader('Referrer-Policy', 'no-referrer');
-    next();
-  });
-  app.use(requestContext(logger, name));
-  if (options.guard) app.use(options.guard);
-  app.use(metrics.httpMiddleware);
-  app.use(apiVersion());
-  app.use(refuseNulInUrl());
-  app.use(express.json({ limit: bodyLimitBytes, type: JSON_TYPES, verify: refuseNulInBody('json') }));
-  app.use(express.urlencoded({ limit: bodyLimitBytes, extended: false, verify: refuseNulInBody('form') }));
+  // Routes without parameters are found by their exact path, right after the plumbing every request passes
+  // through; express's routers serve the rest.
+  const statics = new StaticRoutes();
+  app.use(
+    inSequence([
+      (_req, res, next) => {
+        res.locals.listener = name;
+        res.setHeader('X-Content-Type-Options', 'nosniff');
+        res.setHeader('Referrer-Policy', 'no-referrer');
+        next();
+      },
+      requestContext(logger, name),
+      ...(options.guard ? [options.guard] : []),
+      metrics.httpMiddleware,
+      apiVersion(),
+      refuseNulInUrl(),
+      express.json({ limit: bodyLimitBytes, type: JSON_TYPES, verify: refuseNulInBody('json') }),
+      express.urlencoded({ limit: bodyLimitBytes, extended: false, verify: refuseNulInBody('form') }),
+      statics.middleware(),
+    ]),
+  );
 
   const gate = startupGate(lifecycle);
   const mount = (group: RouteGroup, gated: boolean) => {
     const router = express.Router({ mergeParams: true });
     // The gate sits on each route, not on the mount: a group at the root must not gate every other path.
-    mountRoutes(router, group.routes, {
-      ...(options.authenticate && { authenticate: options.authenticate(group.area === 'mcp' ? 'mcp' : 'service') }),
-      ...(gated && { gate }),
-    });
+    mountRoutes(
+      router,
+      group.routes,
+      {
+        ...(options.authenticate && { authenticate: options.authenticate(group.area === 'mcp' ? 'mcp' : 'service') }),
+        ...(gated && { gate }),
+      },
+      { table: statics, prefix: group.prefix },
+    );
     app.use(group.prefix || '/', router);
     if (group.prefix) areas.add(group.prefix, group.area);
   };

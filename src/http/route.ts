@@ -2,6 +2,7 @@ import type { Request, RequestHandler, Response, Router } from 'express';
 import type { z } from 'zod';
 import { CommonErrorCode, type FieldIssue, UnsupportedMediaTypeError, ValidationError } from '../errors.js';
 import type { ErrorArea } from './render-errors.js';
+import type { StaticRoutes } from './static-routes.js';
 
 /**
  * A route is declared once: its zod schemas validate the request at run time and describe it in the OpenAPI
@@ -166,13 +167,15 @@ export function mountRoutes(
   router: Router,
   routes: RouteDefinition[],
   middleware: { authenticate?: RequestHandler; gate?: RequestHandler } = {},
+  statics?: { table: StaticRoutes; prefix: string },
 ): void {
   for (const route of routes) {
     const status = firstSuccessStatus(route);
     // Record the pattern first, so that even a request refused by authentication is counted under its route.
+    const label = (prefix: string) => (route.path === '/' && prefix ? prefix : `${prefix}${route.path}`);
     const handlers: RequestHandler[] = [
       (req, res, next) => {
-        res.locals.route = route.path === '/' && req.baseUrl ? req.baseUrl : `${req.baseUrl}${route.path}`;
+        res.locals.route = label(req.baseUrl);
         next();
       },
     ];
@@ -203,5 +206,13 @@ export function mountRoutes(
       if (result !== undefined && !res.headersSent) send(res, status, result);
     });
     router[route.method](route.path, ...handlers);
+    if (statics) {
+      const path = label(statics.prefix);
+      const labelled: RequestHandler = (_req, res, next) => {
+        res.locals.route = path;
+        next();
+      };
+      statics.table.add(route.method, path, [labelled, ...handlers.slice(1)]);
+    }
   }
 }
