@@ -10,7 +10,7 @@ export interface MigrationReport {
 
 /**
  * Migrations applied in the same millisecond are ordered by name in code units, as Kysely orders the migrations it
- * is given. Its default, `localeCompare`, depends on the locale and pages in ICU's collation data (about 2.5 MB of
+ * is given. Its default, `localeCompare`, depends on the locale and pages in ICU's collation data (about 2 MB of
  * resident memory) for a comparison of ASCII names.
  */
 const byName = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);

@@ -105,14 +105,14 @@ const invalid = (message: string, field: string) =>
     issues: [{ loc: ['body', field], msg: message, type: 'value_error' }],
   });
 
+/** Opened connection secrets kept at most; beyond, the memo starts again. */
+const MAX_OPENED_SECRETS = 1_000;
+
 /**
  * Connected MCP servers: who may register, see, change and use which. A user registers personal connections; an
  * administrator registers shared ones (and is the only one who may run a stdio command, from the configured
  * allow-list, or offer a server's tools to MCP clients). Secrets are sealed and never shown.
  */
-/** Opened connection secrets kept at most; beyond, the memo starts again. */
-const MAX_OPENED_SECRETS = 1_000;
-
 export class ConnectionsService {
   /** Opened secrets by connection and sealed value. */
   readonly #opened = new Map<string, string>();
