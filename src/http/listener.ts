@@ -1,4 +1,4 @@
-import { type Server, type ServerResponse, createServer } from 'node:http';
+import { IncomingMessage, type Server, ServerResponse, createServer } from 'node:http';
 import { type AddressInfo, Server as NetServer, type Socket } from 'node:net';
 import { randomUUID } from 'node:crypto';
 import express, { type ErrorRequestHandler, type RequestHandler, type Router } from 'express';
@@ -149,6 +149,34 @@ function answerClientError(error: Error & { code?: string }, socket: Socket): vo
  */
 export const KEEP_ALIVE_TIMEOUT_MS = 65_000;
 
+/** Gives `born` (a class's prototype) what `proto` holds, and its place in the prototype chain. */
+function takeOver(born: object, proto: object): void {
+  Object.defineProperties(born, Object.getOwnPropertyDescriptors(proto));
+  Object.setPrototypeOf(born, Object.getPrototypeOf(proto) as object | null);
+}
+
+/**
+ * The request and response classes for an express app's server, whose objects are born with the app's prototypes.
+ * Express sets them with `Object.setPrototypeOf` as it takes a request, and V8 gives an object whose prototype
+ * changes a hidden class of its own: every request and response allocated a class and its descriptors (some 2 KB
+ * between them, held as long as a stream lasts), and no property access on them could be cached. Each class's
+ * prototype holds what the app's (`app.request`, `app.response`) held and becomes the app's, so that express's own
+ * `setPrototypeOf` changes nothing; being subclasses of Node's, they keep Node's layout of their fields.
+ */
+function bornForExpress(app: express.Express): {
+  IncomingMessage: typeof IncomingMessage;
+  ServerResponse: typeof ServerResponse;
+} {
+  const AppRequest = class extends IncomingMessage {};
+  const AppResponse = class extends ServerResponse {};
+  takeOver(AppRequest.prototype, app.request);
+  takeOver(AppResponse.prototype, app.response);
+  app.request = AppRequest.prototype as unknown as express.Request;
+  app.response = AppResponse.prototype as unknown as express.Response;
+  // Node makes every response with its request, whatever subclass of IncomingMessage that is.
+  return { IncomingMessage: AppRequest, ServerResponse: AppResponse as typeof ServerResponse };
+}
+
 /** An HTTP server that binds, reports its address, and closes gracefully. */
 export class HttpListener {
   readonly server: Server;
@@ -162,7 +190,7 @@ export class HttpListener {
     readonly name: ListenerName,
     app: express.Express,
   ) {
-    this.server = createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS }, boundedTurns(app));
+    this.server = createServer({ keepAliveTimeout: KEEP_ALIVE_TIMEOUT_MS, ...bornForExpress(app) }, boundedTurns(app));
     this.server.on('clientError', answerClientError);
     // Runs after the app has taken the request (or queued it for a later turn), before any response is written.
     this.server.on('request', (_req, res: ServerResponse) => {

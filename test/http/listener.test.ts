@@ -1,4 +1,7 @@
+import { execFile } from 'node:child_process';
 import { Agent, request } from 'node:http';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
 import type { Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
 import { z } from 'zod';
@@ -9,6 +12,7 @@ import { metricsRoutes } from '../../src/http/metrics.routes.js';
 import { type RouteGroup, defineRoute } from '../../src/http/route.js';
 import { Lifecycle } from '../../src/lifecycle.js';
 import { captureLogger } from '../helpers/app.js';
+import { nodeArgsFor } from '../helpers/entry.js';
 import { serveOnLoopback } from '../helpers/http.js';
 
 /**
@@ -293,6 +297,54 @@ describe('listener plumbing', () => {
     } finally {
       await listener.close(1_000);
     }
+  });
+
+  it('makes requests and responses with the app’s prototypes, so that express does not change them per request', async () => {
+    const lifecycle = new Lifecycle();
+    lifecycle.markRunning();
+    const app = createListenerApp({
+      name: 'main',
+      logger: captureLogger().logger,
+      metrics: createMetrics(),
+      lifecycle,
+      bodyLimitBytes: 1024,
+      groups: [group('/api', 'envelope')],
+    });
+    const listener = new HttpListener('main', app);
+    // What Node made, before express has seen it: express would otherwise set these prototypes on each request,
+    // and V8 gives every object whose prototype changes a hidden class of its own.
+    const born: [unknown, unknown][] = [];
+    listener.server.prependListener('request', (req, res) =>
+      born.push([Object.getPrototypeOf(req), Object.getPrototypeOf(res)]),
+    );
+    await listener.listen('127.0.0.1', 0);
+    try {
+      const created = await fetch(`${listener.url}/api/widgets/w1`, json({ name: 'gear' }));
+      expect(created.status).toBe(201);
+      expect(await created.json()).toEqual({ id: 'w1', name: 'gear' });
+      const refused = await fetch(`${listener.url}/api/forbidden`);
+      expect(refused.status).toBe(403);
+      expect(born).toHaveLength(2);
+      for (const [request, response] of born) {
+        expect(request).toBe(app.request);
+        expect(response).toBe(app.response);
+      }
+    } finally {
+      await listener.close(1_000);
+    }
+  });
+
+  it('gives every request one hidden class, and every response another, with fast properties', async () => {
+    // V8 can tell only from inside: the fixture holds four requests open and asks it (--allow-natives-syntax).
+    const fixture = join(import.meta.dirname, '../fixtures/hidden-classes.ts');
+    const { stdout } = await promisify(execFile)(process.execPath, ['--allow-natives-syntax', ...nodeArgsFor(fixture)]);
+    expect(JSON.parse(stdout)).toEqual({
+      held: 4,
+      requestsShareClass: true,
+      responsesShareClass: true,
+      fastRequests: true,
+      fastResponses: true,
+    });
   });
 
   it('lets an in-flight request finish on close, then closes its connection', async () => {
