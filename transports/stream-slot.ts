@@ -54,12 +54,19 @@ export function openStreamSlot(deps: StreamSlotDeps, caller: Caller, options: St
   const releaseStream = options.limited === false ? () => undefined : deps.policy.openStream(caller);
   const labels = { server: options.server };
   deps.metrics.connections.inc(labels);
-  const controller = new AbortController();
+  // Made when first asked for: a stream that never reads it (legacy SSE) holds no controller, whose signal is an
+  // event target with maps of its own and, in Node, a hidden class of its own.
+  let controller: AbortController | undefined;
+  let ended = false;
+  const end = () => {
+    ended = true;
+    controller?.abort();
+  };
   const stopListening =
     options.shutdown === 'finish'
       ? () => undefined
       : deps.lifecycle.onStop(() => {
-          controller.abort();
+          end();
           options.onStop?.();
         });
   const heartbeat = options.heartbeat && setInterval(options.heartbeat.beat, options.heartbeat.intervalMs).unref();
@@ -72,9 +79,18 @@ export function openStreamSlot(deps: StreamSlotDeps, caller: Caller, options: St
     stopListening();
     clearInterval(heartbeat);
     options.endsWith?.off('close', release);
-    controller.abort();
+    end();
     options.onRelease?.();
   };
   options.endsWith?.once('close', release);
-  return { signal: controller.signal, release };
+  return {
+    get signal() {
+      if (!controller) {
+        controller = new AbortController();
+        if (ended) controller.abort();
+      }
+      return controller.signal;
+    },
+    release,
+  };
 }
