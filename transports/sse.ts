@@ -1,5 +1,4 @@
 import type { Server } from '@modelcontextprotocol/sdk/server/index.js';
-import { SSEServerTransport } from '@modelcontextprotocol/sdk/server/sse.js';
 import { JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
 import type { Request, Response } from 'express';
 import { z } from 'zod';
@@ -11,17 +10,20 @@ import type { McpCore } from '../src/mcp/core.js';
 import { type TransportGuard, guardTransport } from '../src/mcp/guard.js';
 import { rateHeaders } from '../src/mcp/policy.js';
 import { SERVER_INFO, authInfoFor } from '../src/mcp/server.js';
+import { LegacySseTransport } from './legacy-sse-transport.js';
 import { openStreamSlot } from './stream-slot.js';
 
 interface Connection {
-  transport: SSEServerTransport;
-  server: Server;
+  transport: LegacySseTransport;
+  /** The stream's MCP server, connected when the first message comes. */
+  server?: Promise<{ server: Server; guard: TransportGuard }>;
   callerId: string;
 }
 
 /**
  * The deprecated HTTP+SSE transport: `GET /sse` opens the event stream (the standard `endpoint` event, then the
  * spec's `connected` event) and `POST /messages?sessionId=…` carries the client's messages, answered on the stream.
+ * A stream's MCP server is built and connected on its first message: a stream that only waits holds none.
  */
 export class LegacySseConnections {
   readonly #connections = new Map<string, Connection>();
@@ -32,29 +34,52 @@ export class LegacySseConnections {
     return this.#connections.size;
   }
 
-  async #open(req: Request, res: Response): Promise<void> {
+  /** How many open streams have their MCP server (have had a message). */
+  get servers(): number {
+    let count = 0;
+    for (const connection of this.#connections.values()) if (connection.server) count += 1;
+    return count;
+  }
+
+  #open(req: Request, res: Response): void {
     const { core, lifecycle } = this.deps;
     const caller = callerOf(req);
-    const transport = new SSEServerTransport('/messages', res);
-    const server = core.createServer();
+    const transport = new LegacySseTransport(res);
     const id = transport.sessionId;
-    const connected: { guard?: TransportGuard } = {};
+    const connection: Connection = { transport, callerId: caller.subject };
     const slot = openStreamSlot({ policy: core.policy, metrics: core.metrics, lifecycle }, caller, {
       server: 'sse',
       endsWith: res,
       // Requests in flight are answered first (at the drain's deadline, with the stopping error).
       onStop: () =>
-        void (connected.guard?.settle(lifecycle.deadline) ?? Promise.resolve()).then(() => transport.close()),
+        void (connection.server?.then(({ guard }) => guard.settle(lifecycle.deadline)) ?? Promise.resolve())
+          .catch(() => undefined)
+          .then(() => transport.close()),
       onRelease: () => {
         this.#connections.delete(id);
-        void server.close().catch(() => undefined);
+        void connection.server?.then(({ server }) => server.close()).catch(() => undefined);
       },
     });
-    this.#connections.set(id, { transport, server, callerId: caller.subject });
+    this.#connections.set(id, connection);
     transport.onclose = () => slot.release();
-    await server.connect(transport);
-    connected.guard = guardTransport(transport, { policy: core.policy, metrics: core.metrics, rateLimit: false });
-    res.write(`event: connected\ndata: ${JSON.stringify({ session_id: id, server: SERVER_INFO })}\n\n`);
+    transport.open('/messages');
+    transport.event('connected', { session_id: id, server: SERVER_INFO });
+  }
+
+  /** The stream's server, built and connected on the first message. */
+  #serverOf(connection: Connection): Promise<{ server: Server; guard: TransportGuard }> {
+    connection.server ??= (async () => {
+      const { core } = this.deps;
+      const server = core.createServer();
+      await server.connect(connection.transport);
+      const guard = guardTransport(connection.transport, {
+        policy: core.policy,
+        metrics: core.metrics,
+        rateLimit: false,
+      });
+      return { server, guard };
+    })();
+    return connection.server;
   }
 
   routes(): RouteGroup[] {
@@ -74,8 +99,8 @@ export class LegacySseConnections {
             200: { description: 'text/event-stream', schema: z.string(), contentType: 'text/event-stream' },
             429: { description: 'Too many concurrent streams' },
           },
-          handler: async ({ req, res }) => {
-            await this.#open(req, res);
+          handler: ({ req, res }) => {
+            this.#open(req, res);
           },
         }),
       ],
@@ -107,16 +132,21 @@ export class LegacySseConnections {
             if (!connection || connection.callerId !== caller.subject)
               throw new NotFoundError('Session not found', { code: CommonErrorCode.NotFound });
             res.set(rateHeaders(await core.policy.admitRequest(caller)));
-            // The SDK would answer a message it cannot read in plain text; refused here, it gets the MCP error body.
-            if (!JSONRPCMessageSchema.safeParse(req.body).success)
+            // A message that is not JSON-RPC is refused here, with the MCP error body.
+            const message = JSONRPCMessageSchema.safeParse(req.body);
+            if (!message.success)
               throw new BadRequestError('The body must be a JSON-RPC 2.0 message', {
                 code: CommonErrorCode.BadRequest,
               });
-            await connection.transport.handlePostMessage(
-              Object.assign(req, { auth: authInfoFor(caller) }),
-              res,
-              req.body,
-            );
+            // The stream may have closed while the request was being admitted.
+            if (this.#connections.get(query.sessionId) !== connection)
+              throw new NotFoundError('Session not found', { code: CommonErrorCode.NotFound });
+            await this.#serverOf(connection);
+            connection.transport.deliver(message.data, {
+              authInfo: authInfoFor(caller),
+              requestInfo: { headers: req.headers },
+            });
+            res.status(202).end('Accepted');
           },
         }),
       ],

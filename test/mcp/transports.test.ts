@@ -204,6 +204,23 @@ describe('legacy SSE details', () => {
     expect(app.wires.sse.size).toBe(0);
   });
 
+  it('builds a stream’s MCP server with its first message, not when the stream opens', async () => {
+    const before = { streams: app.wires.sse.size, servers: app.wires.sse.servers };
+    const quiet = await openSse(app, alice.credentials);
+    const busy = await openSse(app, alice.credentials);
+    expect(app.wires.sse.size).toBe(before.streams + 2);
+    expect(app.wires.sse.servers).toBe(before.servers);
+    const posted = await alice.post(`/messages?sessionId=${busy.sessionId}`, { jsonrpc: '2.0', id: 1, method: 'ping' });
+    expect(posted.status).toBe(202);
+    expect(app.wires.sse.servers).toBe(before.servers + 1);
+    quiet.close();
+    busy.close();
+    for (let i = 0; i < 50 && app.wires.sse.size > before.streams; i++)
+      await new Promise((resolve) => setTimeout(resolve, 10));
+    expect(app.wires.sse.size).toBe(before.streams);
+    expect(app.wires.sse.servers).toBe(before.servers);
+  });
+
   it('refuses to post to another caller’s stream', async () => {
     const stream = await openSse(app, alice.credentials);
     const posted = await bob.post(`/messages?sessionId=${stream.sessionId}`, {
