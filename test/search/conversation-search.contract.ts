@@ -113,6 +113,12 @@ export function conversationSearchContract(dialect: Dialect): void {
       ]);
     });
 
+    it('answers the best hits up to the limit, the same again with another limit', async () => {
+      expect(await search('deploy', 1)).toEqual(['thrice']);
+      expect(await search('deploy', 3)).toEqual(['thrice', 'both-twice', 'twice']);
+      expect(await search('deploy', 1)).toEqual(['thrice']);
+    });
+
     it('finds only messages with every word, case-insensitively, best match first', async () => {
       expect(await search('DEPLOY friday')).toEqual(['both-twice', 'both-once']);
       expect(await search('friday Deploy')).toEqual(['both-twice', 'both-once']);

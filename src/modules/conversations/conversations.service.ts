@@ -300,6 +300,10 @@ export class ConversationsService {
    * Messages (the user's and the agent's) of the subject's own conversations containing every word of the query,
    * best match first: by bm25() on SQLite, by ts_rank() on PostgreSQL, then newest first. Words are matched whole
    * and case-insensitively, as src/db/full-text.ts cuts them; nothing in the query is read as search syntax.
+   *
+   * On SQLite the limit is an expression, not a bare parameter: FTS5 reads a bare one's value when the statement is
+   * planned, and SQLite then plans the statement again whenever a value is bound to it (47 µs a search instead of 5
+   * on an empty index, measured; over 100 µs under load).
    */
   async search(owner: string, query: string, limit: number): Promise<SearchHit[]> {
     const words = queryWords(query, MAX_QUERY_WORDS);
@@ -328,7 +332,7 @@ export class ConversationsService {
           where messages_search match ${ftsMatchExpression(words)}
             and c.owner = ${owner} and m.role in (${roles})
           order by bm25(messages_search), m.created_at desc, m.id
-          limit ${limit}`.execute(this.db);
+          limit cast(${limit} as integer)`.execute(this.db);
     return rows.map((row) => ({
       conversationId: row.conversation_id,
       title: row.title,
