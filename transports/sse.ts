@@ -49,7 +49,6 @@ export class LegacySseConnections {
     const connection: Connection = { transport, callerId: caller.subject };
     const slot = openStreamSlot({ policy: core.policy, metrics: core.metrics, lifecycle }, caller, {
       server: 'sse',
-      endsWith: res,
       // Requests in flight are answered first (at the drain's deadline, with the stopping error).
       onStop: () =>
         void (connection.server?.then(({ guard }) => guard.settle(lifecycle.deadline)) ?? Promise.resolve())
@@ -61,6 +60,7 @@ export class LegacySseConnections {
       },
     });
     this.#connections.set(id, connection);
+    // The transport hears the client go (its response closing) and releases the slot.
     transport.onclose = () => slot.release();
     transport.open('/messages');
     transport.event('connected', { session_id: id, server: SERVER_INFO });
