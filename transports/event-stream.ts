@@ -1,4 +1,5 @@
 import type { Response } from 'express';
+import { eventText, flattenHead } from './stream-text.js';
 
 /** A server-sent events response: its events are written as they come, until it is ended. */
 export interface EventStream {
@@ -15,12 +16,13 @@ export function openEventStream(res: Response): EventStream {
     'X-Accel-Buffering': 'no',
   });
   res.flushHeaders();
+  flattenHead(res);
   return {
     send(type, data) {
       if (res.writableEnded) return;
       const socket = res.socket;
       const corked = socket?.writableCorked ?? 0;
-      res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+      res.write(eventText(type, data));
       // Node corks the socket on a write and uncorks it only on the next tick, which comes once the turn's
       // pending promise work has run (the rest of a buffered model answer, database writes): undone here, so
       // each event leaves when it is written rather than when the process next comes up for air.

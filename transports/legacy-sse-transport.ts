@@ -2,16 +2,7 @@ import { randomUUID } from 'node:crypto';
 import type { ServerResponse } from 'node:http';
 import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type { JSONRPCMessage, MessageExtraInfo } from '@modelcontextprotocol/sdk/types.js';
-
-/**
- * Node keeps the head it sent (`_header`) for as long as the response lasts, as it built it: some 35 strings
- * concatenated one to the next, about 2 KB for a 350-byte head. Reading a character of it makes V8 flatten it in
- * place, into one string, and the pieces go; a stream held open for hours keeps 0.4 KB instead.
- */
-function flattenHead(res: ServerResponse): void {
-  const head = (res as ServerResponse & { _header?: unknown })._header;
-  if (typeof head === 'string') head.charCodeAt(0);
-}
+import { eventText, flattenHead } from './stream-text.js';
 
 /**
  * One stream of the deprecated HTTP+SSE transport as an MCP `Transport`: the server's messages go out as `message`
@@ -44,7 +35,7 @@ export class LegacySseTransport implements Transport {
 
   /** Writes one event of the stream's own (not an MCP message), unless the client has gone. */
   event(type: string, data: unknown): void {
-    if (!this.#closed) this.res.write(`event: ${type}\ndata: ${JSON.stringify(data)}\n\n`);
+    if (!this.#closed) this.res.write(eventText(type, data));
   }
 
   /** The stream was opened by `open`; connecting a server starts nothing more. */
@@ -57,7 +48,7 @@ export class LegacySseTransport implements Transport {
 
   send(message: JSONRPCMessage): Promise<void> {
     if (this.#closed) return Promise.reject(new Error('Not connected'));
-    this.res.write(`event: message\ndata: ${JSON.stringify(message)}\n\n`);
+    this.res.write(eventText('message', message));
     return Promise.resolve();
   }
 

@@ -16,6 +16,7 @@ import {
   isJSONRPCRequest,
   isJSONRPCResultResponse,
 } from '@modelcontextprotocol/sdk/types.js';
+import { flattenHead } from './stream-text.js';
 
 /** The SDK's own bounds: a request body and a batch. */
 const MAX_BODY_BYTES = 4 * 1024 * 1024;
@@ -277,6 +278,7 @@ export class NodeStreamableHttpTransport implements Transport {
     res.once('close', () => this.#disconnected(STANDALONE, connection));
     // The client waits for the head of a stream that may stay quiet for long.
     this.#openNow(connection);
+    flattenHead(res);
     this.#arm(connection, false);
   }
 

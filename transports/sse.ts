@@ -49,11 +49,7 @@ export class LegacySseConnections {
     const connection: Connection = { transport, callerId: caller.subject };
     const slot = openStreamSlot({ policy: core.policy, metrics: core.metrics, lifecycle }, caller, {
       server: 'sse',
-      // Requests in flight are answered first (at the drain's deadline, with the stopping error).
-      onStop: () =>
-        void (connection.server?.then(({ guard }) => guard.settle(lifecycle.deadline)) ?? Promise.resolve())
-          .catch(() => undefined)
-          .then(() => transport.close()),
+      onStop: () => void this.#windDown(connection).catch(() => undefined),
       onRelease: () => {
         this.#connections.delete(id);
         void connection.server?.then(({ server }) => server.close()).catch(() => undefined);
@@ -64,6 +60,13 @@ export class LegacySseConnections {
     transport.onclose = () => slot.release();
     transport.open('/messages');
     transport.event('connected', { session_id: id, server: SERVER_INFO });
+  }
+
+  /** At shutdown: the requests in flight are answered first (at the drain's deadline, with the stopping error). */
+  async #windDown(connection: Connection): Promise<void> {
+    const served = await connection.server?.catch(() => undefined);
+    await served?.guard.settle(this.deps.lifecycle.deadline);
+    await connection.transport.close();
   }
 
   /** The stream's server, built and connected on the first message. */

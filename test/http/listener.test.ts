@@ -97,6 +97,21 @@ async function start(options: { lifecycle?: Lifecycle; bodyLimitBytes?: number }
   return { url: served.url, logs: capture.lines };
 }
 
+/** A listener app for the given groups, of a service that has finished starting. */
+function runningApp(groups: RouteGroup[]) {
+  const lifecycle = new Lifecycle();
+  lifecycle.markRunning();
+  const app = createListenerApp({
+    name: 'main',
+    logger: captureLogger().logger,
+    metrics: createMetrics(),
+    lifecycle,
+    bodyLimitBytes: 1024,
+    groups,
+  });
+  return app;
+}
+
 const json = (body: unknown, headers: Record<string, string> = {}) => ({
   method: 'POST',
   headers: { 'Content-Type': 'application/json', ...headers },
@@ -276,17 +291,7 @@ describe('listener plumbing', () => {
   });
 
   it('keeps an idle connection open longer than a load balancer would, and tells the client how long', async () => {
-    const capture = captureLogger();
-    const lifecycle = new Lifecycle();
-    lifecycle.markRunning();
-    const app = createListenerApp({
-      name: 'main',
-      logger: capture.logger,
-      metrics: createMetrics(),
-      lifecycle,
-      bodyLimitBytes: 1024,
-      groups: [group('/api', 'envelope')],
-    });
+    const app = runningApp([group('/api', 'envelope')]);
     const listener = new HttpListener('main', app);
     await listener.listen('127.0.0.1', 0);
     try {
@@ -300,16 +305,7 @@ describe('listener plumbing', () => {
   });
 
   it('makes requests and responses with the app’s prototypes, so that express does not change them per request', async () => {
-    const lifecycle = new Lifecycle();
-    lifecycle.markRunning();
-    const app = createListenerApp({
-      name: 'main',
-      logger: captureLogger().logger,
-      metrics: createMetrics(),
-      lifecycle,
-      bodyLimitBytes: 1024,
-      groups: [group('/api', 'envelope')],
-    });
+    const app = runningApp([group('/api', 'envelope')]);
     const listener = new HttpListener('main', app);
     // What Node made, before express has seen it: express would otherwise set these prototypes on each request,
     // and V8 gives every object whose prototype changes a hidden class of its own.
@@ -350,36 +346,27 @@ describe('listener plumbing', () => {
   it('lets an in-flight request finish on close, then closes its connection', async () => {
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const lifecycle = new Lifecycle();
-    lifecycle.markRunning();
-    const app = createListenerApp({
-      name: 'main',
-      logger: captureLogger().logger,
-      metrics: createMetrics(),
-      lifecycle,
-      bodyLimitBytes: 1024,
-      groups: [
-        {
-          prefix: '/slow',
-          area: 'envelope',
-          routes: [
-            defineRoute({
-              method: 'get',
-              path: '/',
-              operationId: 'slow',
-              summary: 'Answers when released',
-              tags: ['Test'],
-              access: 'public',
-              responses: { 200: { description: 'Released' } },
-              handler: async () => {
-                await held;
-                return { released: true };
-              },
-            }),
-          ],
-        },
-      ],
-    });
+    const app = runningApp([
+      {
+        prefix: '/slow',
+        area: 'envelope',
+        routes: [
+          defineRoute({
+            method: 'get',
+            path: '/',
+            operationId: 'slow',
+            summary: 'Answers when released',
+            tags: ['Test'],
+            access: 'public',
+            responses: { 200: { description: 'Released' } },
+            handler: async () => {
+              await held;
+              return { released: true };
+            },
+          }),
+        ],
+      },
+    ]);
     const listener = new HttpListener('main', app);
     await listener.listen('127.0.0.1', 0);
     const pending = fetch(`${listener.url}/slow`);
@@ -397,41 +384,32 @@ describe('listener plumbing', () => {
   it('closes a stream’s kept-alive connection when the stream ends during the drain, not when the drain runs out', async () => {
     let release: () => void = () => undefined;
     const held = new Promise<void>((resolve) => (release = resolve));
-    const lifecycle = new Lifecycle();
-    lifecycle.markRunning();
-    const app = createListenerApp({
-      name: 'main',
-      logger: captureLogger().logger,
-      metrics: createMetrics(),
-      lifecycle,
-      bodyLimitBytes: 1024,
-      groups: [
-        {
-          prefix: '/stream',
-          area: 'envelope',
-          routes: [
-            defineRoute({
-              method: 'get',
-              path: '/',
-              operationId: 'stream',
-              summary: 'Streams until released',
-              tags: ['Test'],
-              access: 'public',
-              responses: { 200: { description: 'The stream' } },
-              handler: async ({ res }) => {
-                // Headers out before the drain: they say nothing of closing the connection.
-                res.status(200).type('text/plain');
-                res.flushHeaders();
-                res.write('first\n');
-                await held;
-                res.end('last\n');
-                return undefined;
-              },
-            }),
-          ],
-        },
-      ],
-    });
+    const app = runningApp([
+      {
+        prefix: '/stream',
+        area: 'envelope',
+        routes: [
+          defineRoute({
+            method: 'get',
+            path: '/',
+            operationId: 'stream',
+            summary: 'Streams until released',
+            tags: ['Test'],
+            access: 'public',
+            responses: { 200: { description: 'The stream' } },
+            handler: async ({ res }) => {
+              // Headers out before the drain: they say nothing of closing the connection.
+              res.status(200).type('text/plain');
+              res.flushHeaders();
+              res.write('first\n');
+              await held;
+              res.end('last\n');
+              return undefined;
+            },
+          }),
+        ],
+      },
+    ]);
     const listener = new HttpListener('main', app);
     // Kept-alive connections outlive the test unless closed (as behind a load balancer, whose idle timeout the
     // service's must exceed).
