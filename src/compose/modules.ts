@@ -105,7 +105,13 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     now,
     registerTokenFamily: auth.service.auth.registerTokenFamily.bind(auth.service.auth),
   };
-  const apiKeys = createApiKeysModule({ db, ...credentials });
+  const apiKeys = createApiKeysModule({
+    db,
+    ...credentials,
+    logger,
+    broadcast: infrastructure.broadcast,
+    onUserRevoked: (listener) => auth.service.auth.onUserRevoked(listener),
+  });
   const oauth = createOAuthModule({
     db: db.kysely,
     publicUrl: config.publicUrl,

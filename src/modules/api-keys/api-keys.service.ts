@@ -1,14 +1,16 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely, Transaction } from 'kysely';
+import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { Db } from '../../db/create-db.js';
 import type { Database } from '../../db/database.js';
 import { BadRequestError, CommonErrorCode, NotFoundError, UnauthorizedError } from '../../errors.js';
+import type { Logger } from '../../logger.js';
 import type { AuditRecorder } from '../../ports/audit.js';
 import type { ClientInfo } from '../../ports/caller.js';
 import { type Caller, CallerErrorCode, userCaller } from '../../ports/caller.js';
 import { base62 } from '../auth/index.js';
 import { type TokenService, hashSecret } from '../auth/index.js';
-import type { UsersService } from '../users/index.js';
+import type { User, UsersService } from '../users/index.js';
 import * as store from './api-keys.store.js';
 
 export const MAX_KEYS_PER_USER = 5;
@@ -19,6 +21,17 @@ const KEY_PREFIX = 'ak_live_';
 export const API_KEY_TOKEN_FAMILY = 'apikey';
 /** `last_used` is written at most this often per key, so a busy key does not write on every request. */
 const LAST_USED_EVERY_MS = 60_000;
+/**
+ * How long a key read from the database, with its owner, vouches for later requests that present it: a client's
+ * burst costs one read, not two statements a request. Rotating or deleting a key, and ending all of its owner's
+ * sessions (deactivation, erasure), forget it at once on this instance and, through the broadcast, on the others;
+ * should a broadcast be lost, this is how long another instance may still accept it. A change of the owner's roles
+ * takes effect within it.
+ */
+const KEY_CACHE_MS = 1_000;
+const KEY_CACHE_LIMIT = 10_000;
+/** Where instances tell each other of keys to forget: `key:<id>` or `user:<id>` (all of the user's). */
+const KEYS_CHANGED_CHANNEL = 'api-keys-changed';
 
 export interface ApiKeyInfo {
   key_id: string;
@@ -29,6 +42,13 @@ export interface ApiKeyInfo {
 }
 
 type KeyRow = NonNullable<Awaited<ReturnType<typeof store.findKey>>>;
+/** A key as resolved, remembered by the hash of its secret until `until` (epoch ms). */
+interface ResolvedKey {
+  row: KeyRow;
+  user: User;
+  expiresAt: number;
+  until: number;
+}
 
 const toInfo = (row: KeyRow): ApiKeyInfo => ({
   key_id: row.id,
@@ -41,6 +61,10 @@ const toInfo = (row: KeyRow): ApiKeyInfo => ({
 /** Long-lived per-user API keys: shown once, stored as hashes, found by hash through a unique index. */
 export class ApiKeysService {
   private readonly now: () => Date;
+  readonly #resolved = new Map<string, ResolvedKey>();
+  /** Bumped whenever keys are forgotten: a read that began before is not remembered after. */
+  #forgotten = 0;
+  #broadcast: Broadcast | undefined;
 
   constructor(
     private readonly deps: {
@@ -48,10 +72,30 @@ export class ApiKeysService {
       users: UsersService;
       tokens: TokenService;
       audit: AuditRecorder;
+      logger: Logger;
       now?: () => Date;
     },
   ) {
     this.now = deps.now ?? (() => new Date());
+  }
+
+  /**
+   * Tells the other instances of each key rotated or deleted here, and forgets the keys they change, through
+   * `broadcast`. Without it, a change made on another instance takes effect here within KEY_CACHE_MS. Returns the
+   * stop.
+   */
+  shareKeyChanges(broadcast: Broadcast): () => void {
+    this.#broadcast = broadcast;
+    const stop = broadcast.subscribe(KEYS_CHANGED_CHANNEL, (message) => this.#forget(message));
+    return () => {
+      stop();
+      if (this.#broadcast === broadcast) this.#broadcast = undefined;
+    };
+  }
+
+  /** Forgets every key of the user this instance remembers (their sessions all ended). */
+  forgetUser(userId: string): void {
+    this.#forget(`user:${userId}`);
   }
 
   async create(
@@ -101,6 +145,7 @@ export class ApiKeysService {
   async rotate(userId: string, keyId: string, client: ClientInfo): Promise<{ key_id: string; new_api_key: string }> {
     const key = `${KEY_PREFIX}${base62(48)}`;
     const row = await this.#advance(userId, keyId, hashSecret(key));
+    await this.#changed(`key:${row.id}`);
     await this.#audit('api_key.rotated', userId, row.id, client, row.generation + 1);
     return { key_id: row.id, new_api_key: key };
   }
@@ -108,12 +153,15 @@ export class ApiKeysService {
   /** Another user's key is reported as missing: its existence is not theirs to learn. */
   async delete(userId: string, keyId: string, client: ClientInfo): Promise<void> {
     if (!(await store.deleteKey(this.deps.db.kysely, userId, keyId))) throw keyNotFound();
+    await this.#changed(`key:${keyId}`);
     await this.#audit('api_key.deleted', userId, keyId, client);
   }
 
   /** Erasure: deletes every key of the user through `db` (the erasure's transaction); returns how many. */
-  deleteAllOf(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
-    return store.deleteKeysOf(db, userId);
+  async deleteAllOf(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
+    const deleted = await store.deleteKeysOf(db, userId);
+    await this.#changed(`user:${userId}`);
+    return deleted;
   }
 
   /** The caller an `X-API-Key` stands for: the key's owner, with the owner's permissions. */
@@ -147,24 +195,61 @@ export class ApiKeysService {
     );
   }
 
-  async #resolve(key: string) {
+  async #resolve(key: string): Promise<{ row: KeyRow; user: User }> {
     if (!key.startsWith(KEY_PREFIX) || key.length > 200)
       throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
-    const row = await store.findKeyByHash(this.deps.db.kysely, hashSecret(key));
-    if (!row) throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
-    const now = this.now();
-    if (Date.parse(row.expires_at) <= now.getTime()) {
+    const keyHash = hashSecret(key);
+    const now = this.now().getTime();
+    const resolved = this.#remembered(keyHash, now) ?? (await this.#read(keyHash, now));
+    const { row, user, expiresAt } = resolved;
+    if (expiresAt <= now) {
       throw new UnauthorizedError('API key has expired', {
         code: CallerErrorCode.InvalidToken,
         expiredAt: row.expires_at,
       });
     }
-    const user = await this.deps.users.get(row.user_id);
-    if (!user?.active) throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
-    if (row.last_used === null || now.getTime() - Date.parse(row.last_used) >= LAST_USED_EVERY_MS) {
-      await store.recordKeyUse(this.deps.db.kysely, row.id, now.toISOString());
+    if (!user.active) throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
+    if (row.last_used === null || now - Date.parse(row.last_used) >= LAST_USED_EVERY_MS) {
+      const at = new Date(now).toISOString();
+      resolved.row = { ...row, last_used: at };
+      await store.recordKeyUse(this.deps.db.kysely, row.id, at);
     }
-    return { row, user };
+    return resolved;
+  }
+
+  #remembered(keyHash: string, now: number): ResolvedKey | undefined {
+    const resolved = this.#resolved.get(keyHash);
+    if (resolved && resolved.until <= now) this.#resolved.delete(keyHash);
+    return resolved && resolved.until > now ? resolved : undefined;
+  }
+
+  /** The key and its owner from the database, remembered unless keys were forgotten while they were read. */
+  async #read(keyHash: string, now: number): Promise<ResolvedKey> {
+    const forgotten = this.#forgotten;
+    const row = await store.findKeyByHash(this.deps.db.kysely, keyHash);
+    const user = row && (await this.deps.users.get(row.user_id));
+    if (!row || !user) throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
+    const resolved = { row, user, expiresAt: Date.parse(row.expires_at), until: now + KEY_CACHE_MS };
+    if (forgotten === this.#forgotten) {
+      if (this.#resolved.size >= KEY_CACHE_LIMIT) this.#resolved.delete(this.#resolved.keys().next().value!);
+      this.#resolved.set(keyHash, resolved);
+    }
+    return resolved;
+  }
+
+  /** Keys changed here: forgotten now, and on every other instance once the broadcast reaches it. Never rejects. */
+  async #changed(message: `key:${string}` | `user:${string}`): Promise<void> {
+    this.#forget(message);
+    await this.#broadcast?.publish(KEYS_CHANGED_CHANNEL, message).catch((err: unknown) => {
+      this.deps.logger.warn({ err }, 'changed API key not broadcast; other instances forget it within a second');
+    });
+  }
+
+  #forget(message: string): void {
+    this.#forgotten += 1;
+    const column = message.startsWith('key:') ? 'id' : message.startsWith('user:') ? 'user_id' : undefined;
+    const id = message.slice(message.indexOf(':') + 1);
+    for (const [keyHash, { row }] of this.#resolved) if (column && row[column] === id) this.#resolved.delete(keyHash);
   }
 
   /** `generation`: the one a rotation moved the key to. */

@@ -99,6 +99,8 @@ export class AuthService {
   readonly #sessions = new Map<string, { session: SessionRecord; until: number; epoch: number }>();
   /** Bumped whenever sessions end: a read that began before an end is not cached after it. */
   #sessionsEnded = 0;
+  /** Told of each user whose sessions all ended, here or on another instance (`onUserRevoked`). */
+  readonly #userRevokedListeners: ((userId: string) => void)[] = [];
   #broadcast: Broadcast | undefined;
 
   constructor(private readonly deps: AuthServiceDeps) {
@@ -112,6 +114,15 @@ export class AuthService {
    */
   registerTokenFamily(prefix: string, isLive: (sid: string, subject: string) => Promise<boolean>): void {
     this.#families.set(prefix, isLive);
+  }
+
+  /**
+   * Calls `listener` with each user whose sessions all end (deactivation, erasure, a password change): on this
+   * instance at once, and here too when another instance ends them and the broadcast arrives. What another credential
+   * vouched for from a cache (an API key's owner, say) is forgotten with it.
+   */
+  onUserRevoked(listener: (userId: string) => void): void {
+    this.#userRevokedListeners.push(listener);
   }
 
   /**
@@ -457,6 +468,7 @@ export class AuthService {
     } else if (ended.startsWith('user:')) {
       const userId = ended.slice('user:'.length);
       for (const [id, { session }] of this.#sessions) if (session.userId === userId) this.#sessions.delete(id);
+      for (const listener of this.#userRevokedListeners) listener(userId);
     }
   }
 
