@@ -443,6 +443,33 @@ export async function toolViews(deps: McpServerDeps, caller: Caller): Promise<To
 }
 
 /**
+ * A call of one of the service's own tools from the REST-style endpoint, run as the SDK's `tools/call` handler runs
+ * it (the arguments validated with the tool's schema, then `callTool`, for a client that renders no views) but
+ * without the round trip through the SDK's protocol layer: its JSON-RPC framing, abort controller and message
+ * checks cost a REST call about a fifth of its time. Undefined where the SDK's handler must answer: a name that is
+ * not one of the service's own tools (a published workflow, a connected server's tool, none), arguments that do not
+ * fit (the SDK words that error), or a tool whose results the SDK checks against an output schema.
+ */
+export async function callOwnTool(
+  deps: McpServerDeps,
+  caller: Caller,
+  name: unknown,
+  args: unknown,
+): Promise<ToolOutcome | undefined> {
+  const tool = typeof name === 'string' ? deps.executor.get(name) : undefined;
+  if (!tool || tool.outputSchema) return undefined;
+  const parsed = objectSchema(tool.inputSchema).safeParse(args ?? {});
+  if (!parsed.success) return undefined;
+  let refusal: ToolRefusal | undefined;
+  const result = await callTool(deps, tool, parsed.data, caller, {
+    signal: new AbortController().signal,
+    log: () => Promise.resolve(),
+    onRefusal: (refused) => (refusal = refused),
+  });
+  return refusal ?? { kind: 'completed', result };
+}
+
+/**
  * A tool call from a view a web host of this service renders (the playground): only the tools that take part in
  * views (`ui`), through the same executor, policy point, limits and audit as any call, as the caller. Undefined
  * for a tool a view may not call; a refused call is told to `onRefusal` besides its tool error.

@@ -12,7 +12,7 @@ import type * as Modern from './modern.js';
 import type { ModernDeps, ModernServers, RunQuestion } from './modern.js';
 import type { McpTasks } from './tasks.js';
 import { type ToolView, VIEW_RESOURCES } from './apps.js';
-import { CatalogError, callFromView, readableResource, toolViews } from './catalog.js';
+import { CatalogError, callFromView, callOwnTool, readableResource, toolViews } from './catalog.js';
 import { BadRequestError, CommonErrorCode } from '../errors.js';
 import type { McpPolicy } from './policy.js';
 import { type McpServerDeps, authInfoFor, authInfoHearingRefusals, createMcpServer } from './server.js';
@@ -143,10 +143,17 @@ export class McpCore {
   }
 
   /**
-   * One `tools/call` through the shared server: its result, or the refusal of the call, which the REST-style
-   * endpoints render as an HTTP status rather than as the tool error MCP clients get.
+   * One `tools/call` (REST-style endpoints): its result, or the refusal of the call, which those endpoints render as
+   * an HTTP status rather than as the tool error MCP clients get. The service's own tools run straight through the
+   * catalog (`callOwnTool`); what only the SDK's handler answers goes through the shared server.
    */
   async callTool(caller: Caller, params: Record<string, unknown>): Promise<ToolOutcome> {
+    const own = await callOwnTool(this.deps.server, caller, params.name, params.arguments);
+    if (own) {
+      // Answered as the shared server would have: a result, which its guard counts as a successful request.
+      this.deps.metrics.messages.inc({ method: 'tools/call', status: 'success' });
+      return own;
+    }
     const heard: { refusal?: ToolRefusal } = {};
     const result = await this.#request(
       'tools/call',

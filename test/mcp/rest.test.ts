@@ -2,7 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { closeAfterEach } from '../helpers/app.js';
 import { call, servicePrincipalToken } from '../helpers/auth.js';
 import { type Json, type Requester, requester, startTestClient } from '../helpers/client.js';
-import { TOOL_NAMES } from '../helpers/mcp.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { TOOL_NAMES, sdkTransports } from '../helpers/mcp.js';
 
 const closing = closeAfterEach();
 
@@ -136,6 +137,31 @@ describe('REST-style MCP endpoints', () => {
     const got = await toolCall(alice, 'conversation_get', { conversation_id: answer.conversation_id });
     const roles = (got.body.structuredContent as { messages: { role: string }[] }).messages.map((m) => m.role);
     expect(roles).toEqual(['user', 'assistant', 'tool', 'assistant']);
+  });
+
+  it('answers a call of one of the service’s own tools as an MCP client gets it, whatever the arguments', async () => {
+    const { app, alice } = await setUp();
+    await toolCall(alice, 'chat', { query: 'notes about refresh tokens', use_tools: false });
+    const client = new Client({ name: 'rest-parity', version: '1.0.0' });
+    await client.connect(sdkTransports['streamable HTTP'](app, alice.credentials));
+    const calls: [string, Json][] = [
+      ['conversation_search', { query: 'notes', limit: 1 }],
+      ['conversation_search', { query: 'nothing like it' }],
+      ['conversation_search', {}],
+      ['conversation_get', { conversation_id: 'no-such-conversation' }],
+      ['search_web', { query: 'refresh token' }],
+      ['search_web', { query: 42 }],
+      ['workflow_run_view', { run_id: 'no-such-run' }],
+    ];
+    try {
+      for (const [name, args] of calls) {
+        const rest = await toolCall(alice, name, args);
+        expect(rest.status).toBe(200);
+        expect(rest.body).toEqual(await client.callTool({ name, arguments: args }));
+      }
+    } finally {
+      await client.close();
+    }
   });
 
   it('validates tool arguments and reports unknown tools', async () => {
