@@ -8,6 +8,7 @@ import type {
 import { CommonErrorCode, InternalError, RateLimitError, ServiceUnavailableError } from '../../errors.js';
 import { type CircuitBreaker, CircuitOpenError } from '../breaker/breaker.js';
 import { openAiLlmHealthCheck } from './health.js';
+import { createHttpFetch } from './http-fetch.js';
 import { loadOpenAiSdk, loadedOpenAiSdk } from './openai-sdk.js';
 import { NO_USAGE, abortError, collectCompletion, estimateTokens, throwIfAborted } from './stream.js';
 import type {
@@ -82,6 +83,7 @@ export function createOpenAiLlm(config: OpenAiLlmConfig, options: { breaker?: Ci
           // Per attempt, until the response starts; the stream itself is watched in streamOpenAi.
           timeout: timeoutMs,
           maxRetries: config.maxRetries ?? DEFAULT_MAX_RETRIES,
+          fetch: createHttpFetch(),
         }),
     ));
   const start: StartStream = async (body, requestOptions) => {
@@ -158,17 +160,15 @@ async function* streamOpenAi(
       try {
         next = await chunks.next();
       } catch (error) {
+        // The watchdog's abort ends the stream with an error or quietly, as the fetch underneath has it.
+        if (stalled && !signal?.aborted) throw stalledFor(timeoutMs);
         throw toServiceError(error, signal, timeoutMs);
       } finally {
         clearTimeout(watchdog);
       }
-      // The client ends an aborted stream quietly, as if it had finished; say why it ended.
+      // The client may end an aborted stream quietly, as if it had finished; say why it ended.
       throwIfAborted(signal);
-      if (stalled) {
-        throw new ServiceUnavailableError(`LLM provider stopped streaming for ${timeoutMs} ms`, {
-          code: CommonErrorCode.ServiceUnavailable,
-        });
-      }
+      if (stalled) throw stalledFor(timeoutMs);
       if (next.done) break;
 
       const chunk = next.value;
@@ -291,6 +291,11 @@ function toFinishReason(reason: ChatCompletionChunk.Choice['finish_reason'], has
  * Maps what the client throws to a service error. Causes are rebuilt from the status, code and request id:
  * a provider's message may quote the key or the prompt, and causes end up in logs.
  */
+const stalledFor = (timeoutMs: number) =>
+  new ServiceUnavailableError(`LLM provider stopped streaming for ${timeoutMs} ms`, {
+    code: CommonErrorCode.ServiceUnavailable,
+  });
+
 function toServiceError(error: unknown, signal: AbortSignal | undefined, timeoutMs: number): Error {
   // However the client reported it, a request the caller aborted ends in the caller's AbortError.
   if (signal?.aborted) return abortError(signal);
