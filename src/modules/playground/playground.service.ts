@@ -345,21 +345,20 @@ export class PlaygroundService {
   ): AsyncGenerator<PlaygroundEvent, void, undefined> {
     const { db, now } = this.deps;
     const started = now();
-    await store.appendMessage(db, session.user_id, {
-      id: randomUUID(),
-      session_id: session.id,
-      role: 'user',
-      content: message,
-      tool_calls: '[]',
-      tool_call_count: 0,
-      cancelled: 0,
-      error: null,
-      prompt_tokens: 0,
-      completion_tokens: 0,
-      latency_ms: null,
-      created_at: started.toISOString(),
-    });
-    await this.#log(session, 'INFO', 'turn started', { characters: message.length });
+    // The user's message and the turn's first log line are written from the next turn of the event loop: by then the
+    // agent has sent the model its first request (what it does before that runs on promise callbacks). Written
+    // first, their two statements stood between the user and the first token. Every event of the turn after its
+    // start waits for them (`record`), and so does its end: the session's rows keep their order.
+    const asked = new Promise<void>((resolve) => setImmediate(resolve)).then(() =>
+      this.#recordAsked(session, message, started),
+    );
+    asked.catch(() => undefined); // awaited below, where a failure to write fails the turn
+    let recorded = false;
+    const record = async () => {
+      if (recorded) return;
+      recorded = true;
+      await asked;
+    };
 
     const answerId = randomUUID();
     let answer = '';
@@ -383,6 +382,7 @@ export class PlaygroundService {
     );
     try {
       for await (const event of events) {
+        if (event.type !== 'content_start') await record();
         switch (event.type) {
           case 'content_delta':
             answer += event.delta;
@@ -438,6 +438,7 @@ export class PlaygroundService {
     } catch (thrown) {
       failure = toAppError(thrown);
     }
+    await record();
 
     const cancelled = !completed && !failure;
     const latencyMs = now().getTime() - started.getTime();
@@ -596,6 +597,25 @@ export class PlaygroundService {
       .catch((err: unknown) => this.deps.logger.debug({ err, sessionId }, 'playground span not kept'))
       .finally(() => this.#spanWrites.delete(write));
     this.#spanWrites.add(write);
+  }
+
+  /** The user's message of a turn, and the line that logs its start. */
+  async #recordAsked(session: store.SessionRow, message: string, started: Date): Promise<void> {
+    await store.appendMessage(this.deps.db, session.user_id, {
+      id: randomUUID(),
+      session_id: session.id,
+      role: 'user',
+      content: message,
+      tool_calls: '[]',
+      tool_call_count: 0,
+      cancelled: 0,
+      error: null,
+      prompt_tokens: 0,
+      completion_tokens: 0,
+      latency_ms: null,
+      created_at: started.toISOString(),
+    });
+    await this.#log(session, 'INFO', 'turn started', { characters: message.length });
   }
 
   async #log(
