@@ -6,6 +6,7 @@ import type { Database } from '../../db/database.js';
 import { BadRequestError, CommonErrorCode, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { AuditRecorder } from '../../ports/audit.js';
+import { RecentReads } from '../../ports/recent-reads.js';
 import type { ClientInfo } from '../../ports/caller.js';
 import { type Caller, CallerErrorCode, userCaller } from '../../ports/caller.js';
 import { base62 } from '../auth/index.js';
@@ -42,12 +43,11 @@ export interface ApiKeyInfo {
 }
 
 type KeyRow = NonNullable<Awaited<ReturnType<typeof store.findKey>>>;
-/** A key as resolved, remembered by the hash of its secret until `until` (epoch ms). */
+/** A key as resolved, with its owner. */
 interface ResolvedKey {
   row: KeyRow;
   user: User;
   expiresAt: number;
-  until: number;
 }
 
 const toInfo = (row: KeyRow): ApiKeyInfo => ({
@@ -61,9 +61,8 @@ const toInfo = (row: KeyRow): ApiKeyInfo => ({
 /** Long-lived per-user API keys: shown once, stored as hashes, found by hash through a unique index. */
 export class ApiKeysService {
   private readonly now: () => Date;
-  readonly #resolved = new Map<string, ResolvedKey>();
-  /** Bumped whenever keys are forgotten: a read that began before is not remembered after. */
-  #forgotten = 0;
+  /** Keys resolved within the last KEY_CACHE_MS, by the hash of their secret. */
+  readonly #resolved = new RecentReads<ResolvedKey>(KEY_CACHE_MS, KEY_CACHE_LIMIT);
   #broadcast: Broadcast | undefined;
 
   constructor(
@@ -200,7 +199,8 @@ export class ApiKeysService {
       throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
     const keyHash = hashSecret(key);
     const now = this.now().getTime();
-    const resolved = this.#remembered(keyHash, now) ?? (await this.#read(keyHash, now));
+    const resolved =
+      this.#resolved.get(keyHash, now) ?? (await this.#resolved.read(keyHash, now, () => this.#read(keyHash)));
     const { row, user, expiresAt } = resolved;
     if (expiresAt <= now) {
       throw new UnauthorizedError('API key has expired', {
@@ -217,24 +217,12 @@ export class ApiKeysService {
     return resolved;
   }
 
-  #remembered(keyHash: string, now: number): ResolvedKey | undefined {
-    const resolved = this.#resolved.get(keyHash);
-    if (resolved && resolved.until <= now) this.#resolved.delete(keyHash);
-    return resolved && resolved.until > now ? resolved : undefined;
-  }
-
-  /** The key and its owner from the database, remembered unless keys were forgotten while they were read. */
-  async #read(keyHash: string, now: number): Promise<ResolvedKey> {
-    const forgotten = this.#forgotten;
+  /** The key and its owner from the database. */
+  async #read(keyHash: string): Promise<ResolvedKey> {
     const row = await store.findKeyByHash(this.deps.db.kysely, keyHash);
     const user = row && (await this.deps.users.get(row.user_id));
     if (!row || !user) throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
-    const resolved = { row, user, expiresAt: Date.parse(row.expires_at), until: now + KEY_CACHE_MS };
-    if (forgotten === this.#forgotten) {
-      if (this.#resolved.size >= KEY_CACHE_LIMIT) this.#resolved.delete(this.#resolved.keys().next().value!);
-      this.#resolved.set(keyHash, resolved);
-    }
-    return resolved;
+    return { row, user, expiresAt: Date.parse(row.expires_at) };
   }
 
   /** Keys changed here: forgotten now, and on every other instance once the broadcast reaches it. Never rejects. */
@@ -246,10 +234,9 @@ export class ApiKeysService {
   }
 
   #forget(message: string): void {
-    this.#forgotten += 1;
     const column = message.startsWith('key:') ? 'id' : message.startsWith('user:') ? 'user_id' : undefined;
     const id = message.slice(message.indexOf(':') + 1);
-    for (const [keyHash, { row }] of this.#resolved) if (column && row[column] === id) this.#resolved.delete(keyHash);
+    if (column) this.#resolved.forget(({ row }) => row[column] === id);
   }
 
   /** `generation`: the one a rotation moved the key to. */

@@ -8,6 +8,7 @@ import type { Database } from '../../db/database.js';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { type AuditRecorder, actorOf } from '../../ports/audit.js';
+import { RecentReads } from '../../ports/recent-reads.js';
 import type { User, UsersService } from '../users/index.js';
 import { userKey } from '../users/index.js';
 import { AuthErrorCode, sessionEvicted } from './auth.errors.js';
@@ -95,10 +96,11 @@ export class AuthService {
   readonly throttle: FailureThrottle;
   /** Token families that are not login sessions (`apikey:…`, `sp:…`), each with its own liveness check. */
   readonly #families = new Map<string, (sid: string, subject: string) => Promise<boolean>>();
-  /** Sessions recently read for access tokens, by id, each until `until` (epoch ms), read in the store's `epoch`. */
-  readonly #sessions = new Map<string, { session: SessionRecord; until: number; epoch: number }>();
-  /** Bumped whenever sessions end: a read that began before an end is not cached after it. */
-  #sessionsEnded = 0;
+  /** Sessions recently read for access tokens, by id, each with the store's `epoch` it was read in. */
+  readonly #sessions = new RecentReads<{ session: SessionRecord; epoch: number }>(
+    SESSION_CACHE_MS,
+    SESSION_CACHE_LIMIT,
+  );
   /** Told of each user whose sessions all ended, here or on another instance (`onUserRevoked`). */
   readonly #userRevokedListeners: ((userId: string) => void)[] = [];
   #broadcast: Broadcast | undefined;
@@ -433,21 +435,19 @@ export class AuthService {
   async #tokenSession(id: string): Promise<SessionRecord | undefined> {
     const now = this.now().getTime();
     const epoch = this.deps.sessions.epoch?.() ?? 0;
-    const cached = this.#sessions.get(id);
+    const cached = this.#sessions.get(id, now);
     if (cached) {
-      const { session, until } = cached;
+      const { session } = cached;
       const live = Math.min(session.lastAccessedAt + session.idleTimeoutMs, session.expiresAt) > now;
-      if (until > now && live && cached.epoch === epoch) return session;
-      this.#sessions.delete(id);
+      if (live && cached.epoch === epoch) return session;
+      this.#sessions.drop(id);
     }
-    const ended = this.#sessionsEnded;
     // A verified token may be vouched for by the session as this instance last saw it, while the store is down.
-    const session = await this.deps.sessions.get(id, { staleOk: true });
-    if (session && ended === this.#sessionsEnded) {
-      if (this.#sessions.size >= SESSION_CACHE_LIMIT) this.#sessions.delete(this.#sessions.keys().next().value!);
-      this.#sessions.set(id, { session, until: now + SESSION_CACHE_MS, epoch });
-    }
-    return session;
+    const read = await this.#sessions.read(id, now, async () => {
+      const session = await this.deps.sessions.get(id, { staleOk: true });
+      return session && { session, epoch };
+    });
+    return read?.session;
   }
 
   /**
@@ -462,12 +462,11 @@ export class AuthService {
   }
 
   #forgetSessions(ended: string): void {
-    this.#sessionsEnded += 1;
     if (ended.startsWith('session:')) {
-      this.#sessions.delete(ended.slice('session:'.length));
+      this.#sessions.forget(ended.slice('session:'.length));
     } else if (ended.startsWith('user:')) {
       const userId = ended.slice('user:'.length);
-      for (const [id, { session }] of this.#sessions) if (session.userId === userId) this.#sessions.delete(id);
+      this.#sessions.forget(({ session }) => session.userId === userId);
       for (const listener of this.#userRevokedListeners) listener(userId);
     }
   }

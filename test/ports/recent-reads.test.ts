@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { RecentReads } from '../../src/ports/recent-reads.js';
+
+/** A read that answers when told to, to forget things while it is under way. */
+function pendingRead(value: string | undefined) {
+  let answer: () => void = () => undefined;
+  const answered = new Promise<void>((resolve) => (answer = resolve));
+  return { read: async () => (await answered, value), answer };
+}
+
+describe('recent reads', () => {
+  it('answers a read for ttl milliseconds, then reads again', async () => {
+    const reads = new RecentReads<string>(1_000, 10);
+    expect(await reads.read('a', 0, () => Promise.resolve('first'))).toBe('first');
+    expect(reads.get('a', 999)).toBe('first');
+    expect(reads.get('a', 1_000)).toBeUndefined();
+    expect(await reads.read('a', 1_000, () => Promise.resolve(undefined))).toBeUndefined();
+    expect(reads.get('a', 1_001)).toBeUndefined(); // nothing found is not remembered
+  });
+
+  it('does not remember a read that was under way when something was forgotten', async () => {
+    const reads = new RecentReads<string>(1_000, 10);
+    const slow = pendingRead('stale');
+    const reading = reads.read('a', 0, slow.read);
+    reads.forget((value) => value === 'anything');
+    slow.answer();
+    expect(await reading).toBe('stale');
+    expect(reads.get('a', 1)).toBeUndefined();
+  });
+
+  it('keeps a read under way when an entry is merely dropped', async () => {
+    const reads = new RecentReads<string>(1_000, 10);
+    const slow = pendingRead('kept');
+    const reading = reads.read('a', 0, slow.read);
+    reads.drop('b');
+    slow.answer();
+    await reading;
+    expect(reads.get('a', 1)).toBe('kept');
+  });
+
+  it('forgets by key or by value, and lets the oldest entry go beyond its limit', async () => {
+    const reads = new RecentReads<{ owner: string }>(1_000, 2);
+    await reads.read('a', 0, () => Promise.resolve({ owner: 'alice' }));
+    await reads.read('b', 0, () => Promise.resolve({ owner: 'bob' }));
+    await reads.read('c', 0, () => Promise.resolve({ owner: 'alice' }));
+    expect(reads.get('a', 1)).toBeUndefined();
+    expect(reads.get('b', 1)).toEqual({ owner: 'bob' });
+    reads.forget(({ owner }) => owner === 'alice');
+    expect(reads.get('c', 1)).toBeUndefined();
+    reads.forget('b');
+    expect(reads.get('b', 1)).toBeUndefined();
+  });
+});
