@@ -1,3 +1,5 @@
+import type { Broadcast } from '../adapters/broadcast/port.js';
+
 /**
  * What was read from a store, vouched for a short while by key: a client's burst of requests costs one read, not
  * one each. Forgetting is at once, and a read that was under way when something was forgotten is not remembered
@@ -47,5 +49,37 @@ export class RecentReads<V> {
       return;
     }
     for (const [key, { value }] of this.#entries) if (which(value)) this.#entries.delete(key);
+  }
+}
+
+/**
+ * What to forget, told to every instance through one broadcast channel: `tell` forgets here at once and publishes,
+ * and what other instances publish is forgotten here as it arrives. Until `share` is given a broadcast, or should a
+ * message be lost, another instance forgets only when its recent reads expire.
+ */
+export class SharedForgetting<M extends string> {
+  #broadcast: Broadcast | undefined;
+
+  constructor(
+    private readonly channel: string,
+    private readonly forget: (message: string) => void,
+    /** Told of a message that could not be published (it was forgotten here). */
+    private readonly unsent: (err: unknown) => void,
+  ) {}
+
+  /** Publishes through `broadcast`, and forgets what arrives on it; returns the stop. */
+  share(broadcast: Broadcast): () => void {
+    this.#broadcast = broadcast;
+    const stop = broadcast.subscribe(this.channel, (message) => this.forget(message));
+    return () => {
+      stop();
+      if (this.#broadcast === broadcast) this.#broadcast = undefined;
+    };
+  }
+
+  /** Forgets `message` here, then tells the other instances; resolves once it is sent, never rejects. */
+  async tell(message: M): Promise<void> {
+    this.forget(message);
+    await this.#broadcast?.publish(this.channel, message).catch(this.unsent);
   }
 }

@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { RecentReads } from '../../src/ports/recent-reads.js';
+import { createMemoryBroadcast } from '../../src/adapters/broadcast/memory.js';
+import { RecentReads, SharedForgetting } from '../../src/ports/recent-reads.js';
 
 /** A read that answers when told to, to forget things while it is under way. */
 function pendingRead(value: string | undefined) {
@@ -49,5 +50,32 @@ describe('recent reads', () => {
     expect(reads.get('c', 1)).toBeUndefined();
     reads.forget('b');
     expect(reads.get('b', 1)).toBeUndefined();
+  });
+});
+
+describe('shared forgetting', () => {
+  it('forgets here at once and, once shared, on every instance on the channel; stopped, it hears nothing more', async () => {
+    const broadcast = createMemoryBroadcast();
+    const heard = { a: [] as string[], b: [] as string[] };
+    const unsent = (err: unknown) => {
+      throw err;
+    };
+    const a = new SharedForgetting<`key:${string}`>('changes', (m) => heard.a.push(m), unsent);
+    const b = new SharedForgetting<`key:${string}`>('changes', (m) => heard.b.push(m), unsent);
+    await a.tell('key:1'); // not shared yet: this instance only
+    expect(heard).toEqual({ a: ['key:1'], b: [] });
+
+    const stopA = a.share(broadcast);
+    const stopB = b.share(broadcast);
+    await a.tell('key:2');
+    await Promise.resolve(); // delivered after the publisher's turn
+    expect(heard.b).toEqual(['key:2']);
+    expect(heard.a).toEqual(['key:1', 'key:2', 'key:2']); // here at once, and again as the broadcast arrives
+
+    stopB();
+    await a.tell('key:3');
+    await Promise.resolve();
+    expect(heard.b).toEqual(['key:2']);
+    stopA();
   });
 });

@@ -287,15 +287,16 @@ function toFinishReason(reason: ChatCompletionChunk.Choice['finish_reason'], has
   return hasToolCalls ? 'tool_calls' : 'stop';
 }
 
-/**
- * Maps what the client throws to a service error. Causes are rebuilt from the status, code and request id:
- * a provider's message may quote the key or the prompt, and causes end up in logs.
- */
+/** A stream that went quiet for longer than the timeout. */
 const stalledFor = (timeoutMs: number) =>
   new ServiceUnavailableError(`LLM provider stopped streaming for ${timeoutMs} ms`, {
     code: CommonErrorCode.ServiceUnavailable,
   });
 
+/**
+ * Maps what the client throws to a service error. Causes are rebuilt from the status, code and request id:
+ * a provider's message may quote the key or the prompt, and causes end up in logs.
+ */
 function toServiceError(error: unknown, signal: AbortSignal | undefined, timeoutMs: number): Error {
   // However the client reported it, a request the caller aborted ends in the caller's AbortError.
   if (signal?.aborted) return abortError(signal);

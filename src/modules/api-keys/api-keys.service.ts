@@ -6,7 +6,7 @@ import type { Database } from '../../db/database.js';
 import { BadRequestError, CommonErrorCode, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import type { AuditRecorder } from '../../ports/audit.js';
-import { RecentReads } from '../../ports/recent-reads.js';
+import { RecentReads, SharedForgetting } from '../../ports/recent-reads.js';
 import type { ClientInfo } from '../../ports/caller.js';
 import { type Caller, CallerErrorCode, userCaller } from '../../ports/caller.js';
 import { base62 } from '../auth/index.js';
@@ -63,7 +63,12 @@ export class ApiKeysService {
   private readonly now: () => Date;
   /** Keys resolved within the last KEY_CACHE_MS, by the hash of their secret. */
   readonly #resolved = new RecentReads<ResolvedKey>(KEY_CACHE_MS, KEY_CACHE_LIMIT);
-  #broadcast: Broadcast | undefined;
+  /** Changed keys, told to every instance: `key:<id>` or `user:<id>` (all of the user's). */
+  readonly #changes = new SharedForgetting<`key:${string}` | `user:${string}`>(
+    KEYS_CHANGED_CHANNEL,
+    (message) => this.#forget(message),
+    (err) => this.deps.logger.warn({ err }, 'changed API key not broadcast; other instances forget it within a second'),
+  );
 
   constructor(
     private readonly deps: {
@@ -84,12 +89,7 @@ export class ApiKeysService {
    * stop.
    */
   shareKeyChanges(broadcast: Broadcast): () => void {
-    this.#broadcast = broadcast;
-    const stop = broadcast.subscribe(KEYS_CHANGED_CHANNEL, (message) => this.#forget(message));
-    return () => {
-      stop();
-      if (this.#broadcast === broadcast) this.#broadcast = undefined;
-    };
+    return this.#changes.share(broadcast);
   }
 
   /** Forgets every key of the user this instance remembers (their sessions all ended). */
@@ -144,7 +144,7 @@ export class ApiKeysService {
   async rotate(userId: string, keyId: string, client: ClientInfo): Promise<{ key_id: string; new_api_key: string }> {
     const key = `${KEY_PREFIX}${base62(48)}`;
     const row = await this.#advance(userId, keyId, hashSecret(key));
-    await this.#changed(`key:${row.id}`);
+    await this.#changes.tell(`key:${row.id}`);
     await this.#audit('api_key.rotated', userId, row.id, client, row.generation + 1);
     return { key_id: row.id, new_api_key: key };
   }
@@ -152,14 +152,14 @@ export class ApiKeysService {
   /** Another user's key is reported as missing: its existence is not theirs to learn. */
   async delete(userId: string, keyId: string, client: ClientInfo): Promise<void> {
     if (!(await store.deleteKey(this.deps.db.kysely, userId, keyId))) throw keyNotFound();
-    await this.#changed(`key:${keyId}`);
+    await this.#changes.tell(`key:${keyId}`);
     await this.#audit('api_key.deleted', userId, keyId, client);
   }
 
   /** Erasure: deletes every key of the user through `db` (the erasure's transaction); returns how many. */
   async deleteAllOf(userId: string, db: Kysely<Database> | Transaction<Database>): Promise<number> {
     const deleted = await store.deleteKeysOf(db, userId);
-    await this.#changed(`user:${userId}`);
+    await this.#changes.tell(`user:${userId}`);
     return deleted;
   }
 
@@ -211,6 +211,7 @@ export class ApiKeysService {
     if (!user.active) throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
     if (row.last_used === null || now - Date.parse(row.last_used) >= LAST_USED_EVERY_MS) {
       const at = new Date(now).toISOString();
+      // The remembered key shows the use too, so the requests of the next second do not write it again.
       resolved.row = { ...row, last_used: at };
       await store.recordKeyUse(this.deps.db.kysely, row.id, at);
     }
@@ -223,14 +224,6 @@ export class ApiKeysService {
     const user = row && (await this.deps.users.get(row.user_id));
     if (!row || !user) throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
     return { row, user, expiresAt: Date.parse(row.expires_at) };
-  }
-
-  /** Keys changed here: forgotten now, and on every other instance once the broadcast reaches it. Never rejects. */
-  async #changed(message: `key:${string}` | `user:${string}`): Promise<void> {
-    this.#forget(message);
-    await this.#broadcast?.publish(KEYS_CHANGED_CHANNEL, message).catch((err: unknown) => {
-      this.deps.logger.warn({ err }, 'changed API key not broadcast; other instances forget it within a second');
-    });
   }
 
   #forget(message: string): void {

@@ -8,7 +8,7 @@ import type { Database } from '../../db/database.js';
 import { ForbiddenError, NotFoundError, UnauthorizedError } from '../../errors.js';
 import type { Logger } from '../../logger.js';
 import { type AuditRecorder, actorOf } from '../../ports/audit.js';
-import { RecentReads } from '../../ports/recent-reads.js';
+import { RecentReads, SharedForgetting } from '../../ports/recent-reads.js';
 import type { User, UsersService } from '../users/index.js';
 import { userKey } from '../users/index.js';
 import { AuthErrorCode, sessionEvicted } from './auth.errors.js';
@@ -103,7 +103,15 @@ export class AuthService {
   );
   /** Told of each user whose sessions all ended, here or on another instance (`onUserRevoked`). */
   readonly #userRevokedListeners: ((userId: string) => void)[] = [];
-  #broadcast: Broadcast | undefined;
+  /**
+   * Sessions ended here are forgotten at once, and on every other instance once the broadcast reaches it: `tell`
+   * resolves once the broadcast is sent (a request that follows the revocation's answer finds it delivered).
+   */
+  readonly #ends = new SharedForgetting<`session:${string}` | `user:${string}`>(
+    SESSIONS_ENDED_CHANNEL,
+    (ended) => this.#forgetSessions(ended),
+    (err) => this.deps.logger.warn({ err }, 'ended session not broadcast; other instances forget it within a second'),
+  );
 
   constructor(private readonly deps: AuthServiceDeps) {
     this.now = deps.now ?? (() => new Date());
@@ -132,12 +140,7 @@ export class AuthService {
    * `broadcast`. Without it, another instance's logout takes effect here within SESSION_CACHE_MS. Returns the stop.
    */
   shareSessionEnds(broadcast: Broadcast): () => void {
-    this.#broadcast = broadcast;
-    const stop = broadcast.subscribe(SESSIONS_ENDED_CHANNEL, (message) => this.#forgetSessions(message));
-    return () => {
-      stop();
-      if (this.#broadcast === broadcast) this.#broadcast = undefined;
-    };
+    return this.#ends.share(broadcast);
   }
 
   get mode(): 'token' | 'session' {
@@ -224,7 +227,7 @@ export class AuthService {
     // can still be answered "evicted" (see `refresh`); ending the session is what ends every token of it.
     const { evicted } = await this.deps.sessions.create(record, limits.maxConcurrent);
     for (const id of evicted) {
-      await this.#sessionsEnd(`session:${id}`);
+      await this.#ends.tell(`session:${id}`);
       this.deps.logger.info({ event: 'session_evicted', user_id: user.id }, 'session evicted');
       await this.deps.audit.record({
         type: 'session.evicted',
@@ -271,7 +274,7 @@ export class AuthService {
   /** Ends a session of the user's and every token issued in it. */
   async revokeSession(userId: string, sessionId: string): Promise<boolean> {
     const existed = await this.deps.sessions.delete(sessionId, userId);
-    await this.#sessionsEnd(`session:${sessionId}`);
+    await this.#ends.tell(`session:${sessionId}`);
     await store.deleteSessionTokens(this.deps.db, userId, sessionId);
     return existed;
   }
@@ -293,7 +296,7 @@ export class AuthService {
   /** Ends every session of a user (deactivation, erasure, password change). */
   async revokeUser(userId: string): Promise<number> {
     const count = await this.deps.sessions.deleteByUser(userId);
-    await this.#sessionsEnd(`user:${userId}`);
+    await this.#ends.tell(`user:${userId}`);
     await store.deleteUserTokens(this.deps.db, userId);
     return count;
   }
@@ -304,7 +307,7 @@ export class AuthService {
    */
   async deleteSessionsOf(userId: string): Promise<number> {
     const count = await this.deps.sessions.deleteByUser(userId);
-    await this.#sessionsEnd(`user:${userId}`);
+    await this.#ends.tell(`user:${userId}`);
     return count;
   }
 
@@ -448,17 +451,6 @@ export class AuthService {
       return session && { session, epoch };
     });
     return read?.session;
-  }
-
-  /**
-   * Sessions ended here: forgotten now, and on every other instance once the broadcast reaches it. Resolves once the
-   * broadcast is sent (a request that follows the revocation's answer finds it delivered); never rejects.
-   */
-  async #sessionsEnd(ended: `session:${string}` | `user:${string}`): Promise<void> {
-    this.#forgetSessions(ended);
-    await this.#broadcast?.publish(SESSIONS_ENDED_CHANNEL, ended).catch((err: unknown) => {
-      this.deps.logger.warn({ err }, 'ended session not broadcast; other instances forget it within a second');
-    });
   }
 
   #forgetSessions(ended: string): void {
