@@ -1,7 +1,8 @@
 import type { AuthorizationModel } from '@openfga/sdk';
-import type { ExpressionBuilder } from 'kysely';
+import type { ExpressionBuilder, Kysely } from 'kysely';
 import type { Db } from '../../db/create-db.js';
 import type { Database } from '../../db/database.js';
+import { prepared } from '../../db/prepared.js';
 import type { RelationTuplesTable } from './tables.js';
 import { Evaluator, type TupleReader, splitObject } from './evaluator.js';
 import { embeddedAuthzHealthCheck } from './health.js';
@@ -38,6 +39,39 @@ function fromRow(row: TupleRow): Tuple {
   return { user, relation: row.relation, object: `${row.object_type}:${row.object_id}` };
 }
 
+/** Whether this exact tuple is stored (every column of the primary key). */
+const findTuple = prepared(
+  (
+    db: Kysely<Database>,
+    objectType: string,
+    objectId: string,
+    relation: string,
+    subjectType: string,
+    subjectId: string,
+    subjectRelation: string,
+  ) =>
+    db
+      .selectFrom('relation_tuples')
+      .select('relation')
+      .where('object_type', '=', objectType)
+      .where('object_id', '=', objectId)
+      .where('relation', '=', relation)
+      .where('subject_type', '=', subjectType)
+      .where('subject_id', '=', subjectId)
+      .where('subject_relation', '=', subjectRelation)
+      .limit(1),
+);
+
+/** The tuples that give `relation` on one object, to whoever they name. */
+const tuplesOn = prepared((db: Kysely<Database>, type: string, id: string, relation: string) =>
+  db
+    .selectFrom('relation_tuples')
+    .selectAll()
+    .where('object_type', '=', type)
+    .where('object_id', '=', id)
+    .where('relation', '=', relation),
+);
+
 /**
  * The embedded authorization service: tuples in the service's own database, checks evaluated in-process
  * against the same model an OpenFGA store would hold.
@@ -50,22 +84,21 @@ export function createEmbeddedAuthz(
   const kysely = db.kysely;
   const reader: TupleReader = {
     async has(tuple) {
-      const found = await kysely
-        .selectFrom('relation_tuples')
-        .select('relation')
-        .where(sameTuple(toRow(tuple)))
-        .executeTakeFirst();
-      return found !== undefined;
+      const row = toRow(tuple);
+      const found = await findTuple(
+        kysely,
+        row.object_type,
+        row.object_id,
+        row.relation,
+        row.subject_type,
+        row.subject_id,
+        row.subject_relation,
+      );
+      return found.length > 0;
     },
     async usersOf(object, relation) {
       const { type, id } = splitObject(object);
-      const rows = await kysely
-        .selectFrom('relation_tuples')
-        .selectAll()
-        .where('object_type', '=', type)
-        .where('object_id', '=', id)
-        .where('relation', '=', relation)
-        .execute();
+      const rows = await tuplesOn(kysely, type, id, relation);
       return rows.map((row) => fromRow(row).user);
     },
   };

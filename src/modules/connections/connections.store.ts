@@ -23,16 +23,22 @@ export type AccountRow = Selectable<McpConnectionAccountsTable>;
 /** The owner key of a shared connection. */
 export const SHARED = '';
 
-/** The connections a user may come across: their own and the shared ones (whose use the caller then checks). */
-export function listReachable(db: Executor, userId: string | undefined) {
-  return db
+/**
+ * The connections a user may come across: their own and the shared ones (whose use the caller then checks). Asked
+ * on every listing of tools, so prepared: a caller without a user (a service principal) names the shared key twice.
+ */
+export function listReachable(db: Executor, userId: string | undefined): Promise<ConnectionRow[]> {
+  return reachable(db, SHARED, userId ?? SHARED);
+}
+
+const reachable = prepared((db: Kysely<Database>, shared: string, owner: string) =>
+  db
     .selectFrom('mcp_connections')
     .selectAll()
-    .where('owner_id', 'in', userId === undefined ? [SHARED] : [SHARED, userId])
+    .where('owner_id', 'in', [shared, owner])
     .orderBy('created_at')
-    .orderBy('id')
-    .execute();
-}
+    .orderBy('id'),
+);
 
 /** The connections with this slug that the user may come across (theirs, or shared): at most one of each. */
 export function listReachableBySlug(db: Executor, userId: string | undefined, slug: string) {

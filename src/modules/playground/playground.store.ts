@@ -1,5 +1,6 @@
 import { type Kysely, type Selectable, type Transaction, sql } from 'kysely';
 import type { Database } from '../../db/database.js';
+import { prepared } from '../../db/prepared.js';
 import type {
   PlaygroundLogsTable,
   PlaygroundMessagesTable,
@@ -29,14 +30,13 @@ export async function insertSession(db: Executor, row: SessionRow): Promise<void
 }
 
 /** The session if it is the user's; another user's session is as missing as one that never existed. */
-export function findSession(db: Executor, userId: string, id: string): Promise<SessionRow | undefined> {
-  return db
-    .selectFrom('playground_sessions')
-    .selectAll()
-    .where('id', '=', id)
-    .where('user_id', '=', userId)
-    .executeTakeFirst();
+export async function findSession(db: Executor, userId: string, id: string): Promise<SessionRow | undefined> {
+  return (await sessionOf(db, userId, id))[0];
 }
+
+const sessionOf = prepared((db: Kysely<Database>, userId: string, id: string) =>
+  db.selectFrom('playground_sessions').selectAll().where('id', '=', id).where('user_id', '=', userId),
+);
 
 /** The user's sessions, most recently active first, with how many messages each holds. */
 export function listSessions(
