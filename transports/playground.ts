@@ -19,6 +19,7 @@ import type { Logger } from '../src/logger.js';
 import type { McpMetrics } from '../src/mcp/metrics.js';
 import type { McpPolicy } from '../src/mcp/policy.js';
 import {
+  type AdmittedTurn,
   ChatRequest,
   ChatResponse,
   type PlaygroundEvent,
@@ -94,15 +95,14 @@ export function playgroundChatRoutes(deps: PlaygroundWireDeps): RouteGroup {
           429: { description: 'Rate limit or concurrent-turn limit exceeded' },
         },
         handler: async ({ body, req, res }) => {
-          const caller = callerOf(req);
-          await playground.admit(caller, body.session_id, body.message);
+          const admitted = await playground.admit(callerOf(req), body.session_id, body.message);
           if (body.stream) {
-            await streamTurn(deps, req, res, caller, body);
+            await streamTurn(deps, req, res, admitted);
             return undefined;
           }
           const gone = new AbortController();
           res.once('close', () => gone.abort());
-          return playground.complete(caller, body.session_id, body.message, gone.signal);
+          return playground.complete(admitted, gone.signal);
         },
       }),
     ],
@@ -113,13 +113,12 @@ async function streamTurn(
   deps: PlaygroundWireDeps,
   req: Request,
   res: Response,
-  caller: Caller,
-  body: { session_id: string; message: string },
+  admitted: AdmittedTurn,
 ): Promise<void> {
-  const slot = openStreamSlot(deps, caller, { server: 'playground', endsWith: res, shutdown: 'finish' });
+  const slot = openStreamSlot(deps, admitted.caller, { server: 'playground', endsWith: res, shutdown: 'finish' });
   const stream = openEventStream(res);
   try {
-    for await (const event of deps.playground.turn(caller, body.session_id, body.message, slot.signal)) {
+    for await (const event of deps.playground.turn(admitted, slot.signal)) {
       const { type, ...data } = wireEvent(event);
       stream.send(type, data);
       if (event.type === 'error' && failedHere(event.error))
@@ -283,11 +282,11 @@ export class PlaygroundSocketEndpoint {
       const controller = new AbortController();
       running = controller;
       try {
-        await playground.admit(caller, sessionId, message);
+        const admitted = await playground.admit(caller, sessionId, message);
         const held = openStreamSlot(this.deps, caller, { server: 'playground', limited: true, shutdown: 'finish' });
         turnSlot = held;
         held.signal.addEventListener('abort', () => controller.abort(), { once: true });
-        for await (const event of playground.turn(caller, sessionId, message, controller.signal)) {
+        for await (const event of playground.turn(admitted, controller.signal)) {
           if (event.type === 'error' && failedHere(event.error))
             this.deps.logger.error({ err: event.error.cause ?? event.error }, 'playground turn failed');
           send(wireEvent(event));

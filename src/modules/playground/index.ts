@@ -6,6 +6,7 @@ export { createPlaygroundModule, type PlaygroundModuleDeps } from './playground.
 export { PlaygroundErrorCode } from './playground.errors.js';
 export { ChatRequest, ChatResponse } from './playground.schemas.js';
 export {
+  type AdmittedTurn,
   type ChatResponse as ChatResult,
   type PlaygroundEvent,
   PlaygroundService,

@@ -104,6 +104,16 @@ export interface Metrics {
 }
 
 /**
+ * A turn its caller was admitted to (`PlaygroundService.admit`): who asked what, in which of their sessions, as the
+ * session was when they were admitted. The turn runs from it without reading the session again.
+ */
+export interface AdmittedTurn {
+  readonly caller: Caller;
+  readonly session: store.SessionRow;
+  readonly message: string;
+}
+
+/**
  * What a turn emits, in the playground's event names (spec "Events"): `token`…, `tool_call` / `tool_result`, then
  * `end`, or `error` when the turn failed. A cancelled turn ends with `end` marked cancelled.
  */
@@ -295,10 +305,10 @@ export class PlaygroundService {
   /**
    * Checks that a turn may start: the session is the caller's and idle, the message fits, and the policy admits
    * the caller (403 without the chat permission, 429 beyond the rate). Call before streaming, so that a refusal
-   * is an HTTP status rather than a stream event.
+   * is an HTTP status rather than a stream event; the turn then runs in the session as read here.
    */
-  async admit(caller: Caller, sessionId: string, message: string): Promise<void> {
-    await this.#session(caller, sessionId);
+  async admit(caller: Caller, sessionId: string, message: string): Promise<AdmittedTurn> {
+    const session = await this.#session(caller, sessionId);
     if (message.length > this.deps.maxMessageChars) {
       throw new ValidationError(`message is longer than ${this.deps.maxMessageChars} characters`, [
         { loc: ['body', 'message'], msg: `at most ${this.deps.maxMessageChars} characters`, type: 'too_long' },
@@ -306,6 +316,7 @@ export class PlaygroundService {
     }
     if (await this.#busy(sessionId)) throw turnRunning();
     await this.deps.chat.admit(caller);
+    return { caller, session, message };
   }
 
   /**
@@ -314,13 +325,9 @@ export class PlaygroundService {
    * marked cancelled, with what it used, and kept in the conversation the model sees next turn. Never throws once
    * started: a failure is the last event.
    */
-  async *turn(
-    caller: Caller,
-    sessionId: string,
-    message: string,
-    signal: AbortSignal,
-  ): AsyncGenerator<PlaygroundEvent, void, undefined> {
-    const session = await this.#session(caller, sessionId);
+  async *turn(admitted: AdmittedTurn, signal: AbortSignal): AsyncGenerator<PlaygroundEvent, void, undefined> {
+    const { caller, session, message } = admitted;
+    const sessionId = session.id;
     const lock = turnLock(sessionId);
     // The first to count the session's lock runs the turn; anyone else counted too many.
     if ((await this.deps.turns.locks.hit(lock, TURN_LOCK_MS)).count > 1) throw turnRunning();
@@ -484,10 +491,10 @@ export class PlaygroundService {
   }
 
   /** Runs a turn to its end and returns the answer (the JSON form of the chat route). */
-  async complete(caller: Caller, sessionId: string, message: string, signal: AbortSignal): Promise<ChatResponse> {
+  async complete(admitted: AdmittedTurn, signal: AbortSignal): Promise<ChatResponse> {
     let content = '';
     const calls = new Map<string, ToolCallRecord>();
-    for await (const event of this.turn(caller, sessionId, message, signal)) {
+    for await (const event of this.turn(admitted, signal)) {
       switch (event.type) {
         case 'token':
           content += event.content;
