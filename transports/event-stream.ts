@@ -8,21 +8,31 @@ export interface EventStream {
   end(): void;
 }
 
-/** Starts a `text/event-stream` answer: status 200, no caching or proxy buffering, headers sent at once. */
+/**
+ * Starts a `text/event-stream` answer: status 200, no caching or proxy buffering. The headers leave with the first
+ * event, or on their own once the work that follows the stream's opening has had its turn of the event loop (a chat
+ * turn's request to its model): whichever comes first, so that the client knows at once that its stream is open,
+ * without a write of its own standing between the request and what it asked for.
+ */
 export function openEventStream(res: Response): EventStream {
   res.status(200).set({
     'Content-Type': 'text/event-stream; charset=utf-8',
     'Cache-Control': 'no-cache',
     'X-Accel-Buffering': 'no',
   });
-  res.flushHeaders();
-  flattenHead(res);
+  setImmediate(() => {
+    if (res.headersSent || res.writableEnded) return;
+    res.flushHeaders();
+    flattenHead(res);
+  });
   return {
     send(type, data) {
       if (res.writableEnded) return;
+      const first = !res.headersSent;
       const socket = res.socket;
       const corked = socket?.writableCorked ?? 0;
       res.write(eventText(type, data));
+      if (first) flattenHead(res);
       // Node corks the socket on a write and uncorks it only on the next tick, which comes once the turn's
       // pending promise work has run (the rest of a buffered model answer, database writes): undone here, so
       // each event leaves when it is written rather than when the process next comes up for air.

@@ -44,4 +44,39 @@ describe('a server-sent events stream', () => {
     }
     expect(text.endsWith('event: end\ndata: {}\n\n')).toBe(true);
   });
+
+  it('sends its headers before any event once the loop comes round, and with the first event when that is sooner', async () => {
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    const heads: string[] = [];
+    const app = express();
+    app.get('/quiet', (_req, res) => {
+      const stream = openEventStream(res);
+      void released.then(() => {
+        stream.send('token', { content: 'late' });
+        stream.end();
+      });
+    });
+    app.get('/eager', (_req, res) => {
+      const stream = openEventStream(res);
+      stream.send('token', { content: 'at once' });
+      heads.push(typeof (res as unknown as { _header?: unknown })._header);
+      stream.end();
+    });
+    const server = await serveOnLoopback(app);
+    closers.push(server.close);
+
+    // The quiet stream's client knows it is open while nothing has been sent yet.
+    const quiet = await fetch(`${server.url}/quiet`);
+    expect(quiet.status).toBe(200);
+    expect(quiet.headers.get('content-type')).toBe('text/event-stream; charset=utf-8');
+    expect(quiet.headers.get('cache-control')).toBe('no-cache');
+    release();
+    expect(await quiet.text()).toBe('event: token\ndata: {"content":"late"}\n\n');
+
+    const eager = await fetch(`${server.url}/eager`);
+    expect(eager.headers.get('x-accel-buffering')).toBe('no');
+    expect(await eager.text()).toBe('event: token\ndata: {"content":"at once"}\n\n');
+    expect(heads).toEqual(['string']);
+  });
 });
