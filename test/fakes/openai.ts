@@ -50,6 +50,11 @@ export interface ScriptedReply {
    * tokens are the words of the messages, completion tokens the words of the answer.
    */
   usage?: { prompt_tokens: number; completion_tokens: number } | null;
+  /**
+   * Streamed only: after the text, an error object in place of the rest of the answer, as the API sends when it
+   * fails mid-answer (the stream then ends, without `[DONE]`).
+   */
+  streamError?: { message: string; type: string };
 }
 
 export interface ScriptedToolCall {
@@ -64,6 +69,8 @@ export interface FakeRequest {
   method: string;
   path: string;
   authorization: string | undefined;
+  /** The client's port: requests on one kept-alive connection share it. */
+  remotePort: number | undefined;
   /** The parsed JSON body, for requests that have one. */
   body?: unknown;
 }
@@ -187,6 +194,7 @@ export async function startFakeOpenAi(models: string[] = ['gpt-4o-mini']): Promi
       method: req.method ?? '',
       path,
       authorization: req.headers.authorization,
+      remotePort: req.socket.remotePort,
       ...(body !== undefined && { body }),
     });
 
@@ -291,9 +299,16 @@ export async function startFakeOpenAi(models: string[] = ['gpt-4o-mini']): Promi
       // With include_usage, every chunk but the last carries `usage: null`.
       ...(includeUsage && { usage: null }),
     });
+    const words = (text.match(/\s*\S+|\s+$/g) ?? []).map((word) => chunk({ content: word }));
+    if (reply.streamError) {
+      res.writeHead(200, { 'Content-Type': 'text/event-stream', 'Cache-Control': 'no-cache' });
+      for (const frame of words) res.write(`data: ${JSON.stringify(frame)}\n\n`);
+      res.end(`data: ${JSON.stringify({ error: { ...reply.streamError, param: null, code: null } })}\n\n`);
+      return;
+    }
     const frames: unknown[] = [
       chunk({ role: 'assistant', content: calls.length > 0 && text === '' ? null : '', refusal: null }),
-      ...(text.match(/\s*\S+|\s+$/g) ?? []).map((word) => chunk({ content: word })),
+      ...words,
       ...calls.flatMap((call, index) => [
         chunk({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.name, arguments: '' } }] }),
         ...pieces(call.arguments).map((piece) => chunk({ tool_calls: [{ index, function: { arguments: piece } }] })),

@@ -278,7 +278,13 @@ describe('LLM provider health against an OpenAI-compatible endpoint (fake hosted
       model: 'gpt-4o-mini',
       url: fake.url,
     });
-    expect(fake.requests.at(-1)).toEqual({ method: 'GET', path: '/v1/models', authorization: 'Bearer sk-test' });
+    const { method, path, authorization, body: sent } = fake.requests.at(-1)!;
+    expect({ method, path, authorization, sent }).toEqual({
+      method: 'GET',
+      path: '/v1/models',
+      authorization: 'Bearer sk-test',
+      sent: undefined,
+    });
     expect((await get(app, '/health/startup')).body.initialization).toMatchObject({ llm_connection: 'completed' });
   });
 

@@ -302,6 +302,32 @@ describe('openai provider (fake OpenAI-compatible API)', () => {
     expect(error).toMatchObject({ message: 'LLM provider stopped streaming for 100 ms' });
   });
 
+  it('turns an error the provider sends mid-answer into a ServiceUnavailableError, after the text before it', async () => {
+    const { fake, llm } = await setUp();
+    fake.replies.push({ text: 'Half an', streamError: { message: 'The server had an error.', type: 'server_error' } });
+    const deltas: string[] = [];
+    const consume = async () => {
+      for await (const event of llm.stream({ messages: [user('Talk')] })) {
+        if (event.type === 'delta') deltas.push(event.text);
+      }
+    };
+    const error = await consume().catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ServiceUnavailableError);
+    expect(error).toMatchObject({ message: 'LLM provider failed to answer' });
+    expect(deltas.join('')).toBe('Half an');
+  });
+
+  it('asks one request after another on one kept-alive connection', async () => {
+    const { fake, llm } = await setUp();
+    fake.replies.push({ text: 'One.' }, { text: 'Two.' }, { text: 'Three.' });
+    for (const expected of ['One.', 'Two.', 'Three.']) {
+      expect((await llm.complete({ messages: [user('Next')] })).text).toBe(expected);
+    }
+    const ports = fake.requests.map((r) => r.remotePort);
+    expect(ports).toHaveLength(3);
+    expect(new Set(ports).size).toBe(1);
+  });
+
   it('turns an unreachable endpoint into a ServiceUnavailableError', async () => {
     const { fake, llm } = await setUp({ maxRetries: 0 });
     await fake.close();

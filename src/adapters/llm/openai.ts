@@ -9,6 +9,7 @@ import { CommonErrorCode, InternalError, RateLimitError, ServiceUnavailableError
 import { type CircuitBreaker, CircuitOpenError } from '../breaker/breaker.js';
 import { openAiLlmHealthCheck } from './health.js';
 import { createHttpFetch } from './http-fetch.js';
+import { serverSentEvents } from './server-sent.js';
 import { loadOpenAiSdk, loadedOpenAiSdk } from './openai-sdk.js';
 import { NO_USAGE, abortError, collectCompletion, estimateTokens, throwIfAborted } from './stream.js';
 import type {
@@ -88,8 +89,9 @@ export function createOpenAiLlm(config: OpenAiLlmConfig, options: { breaker?: Ci
     ));
   const start: StartStream = async (body, requestOptions) => {
     const openai = await clientOf();
-    const create = () => openai.chat.completions.create(body, requestOptions);
-    return options.breaker ? options.breaker.run(create) : create();
+    // The client sends the request (its headers, retries and errors); the answer's body is read here.
+    const create = () => openai.chat.completions.create(body, requestOptions).asResponse();
+    return chunksOf(await (options.breaker ? options.breaker.run(create) : create()));
   };
   const stream = (request: CompletionRequest) => streamOpenAi(start, config.model, timeoutMs, request);
   return {
@@ -106,6 +108,31 @@ interface CallFragments {
   id: string;
   name: string;
   args: string;
+}
+
+/**
+ * The chunks of a streamed completion, read from its body. The client's own reader stacks four async generators
+ * and builds log lines for every chunk, which the first token waited for: about a millisecond here. Its rules are
+ * kept: `[DONE]` ends the answer (what follows is read and ignored, so that the connection stays reusable), and a
+ * chunk that carries an `error` is the provider failing mid-answer.
+ */
+async function* chunksOf(response: Response): AsyncGenerator<ChatCompletionChunk> {
+  if (!response.body) return;
+  let done = false;
+  for await (const { data } of serverSentEvents(response.body)) {
+    if (done) continue;
+    if (data.startsWith('[DONE]')) {
+      done = true;
+      continue;
+    }
+    const chunk = JSON.parse(data) as (ChatCompletionChunk & { error?: Record<string, unknown> }) | null;
+    if (typeof chunk !== 'object' || chunk === null) throw unreadable(new Error(`a chunk that is not an object`));
+    if (chunk.error) {
+      const sdk = loadedOpenAiSdk();
+      throw sdk ? new sdk.APIError(undefined, chunk.error, undefined, response.headers) : unreadable(chunk.error);
+    }
+    yield chunk;
+  }
 }
 
 /** Sends one streaming chat-completion request. */
