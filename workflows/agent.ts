@@ -30,6 +30,8 @@ const SYSTEM_PROMPT =
   'things up instead of guessing, and say which sources you used.';
 
 const DEFAULT_MAX_STEPS = 6;
+/** How many conversations' histories the agent keeps at hand (see `createAgent`); the oldest kept goes first. */
+const KEPT_HISTORIES = 256;
 const ZERO: Usage = { promptTokens: 0, completionTokens: 0, totalTokens: 0 };
 
 const add = (a: Usage, b: Usage): Usage => ({
@@ -277,14 +279,26 @@ function buildGraph(deps: AgentDeps) {
  * its turn (tools, signal, trace context, the first call) through its config. The input checkpoint is still written,
  * by the graph, before the turn can end.
  */
-export function createAgent(deps: AgentDeps): Agent {
+export function createAgent(deps: AgentDeps): Agent & { forget(conversationId: string): void } {
   const graph = buildGraph(deps);
   const messagesOf = async (threadId: string): Promise<ChatMessage[]> => {
     const tuple = await deps.checkpointer.getTuple({ configurable: { thread_id: threadId } });
     return (tuple?.checkpoint.channel_values as Partial<State> | undefined)?.messages ?? [];
   };
+  // The history the last turn of each conversation answered here left behind. The next turn asks its model from it
+  // instead of reading and reviving the checkpoint first (half a millisecond and more before the model is asked,
+  // growing with the conversation), as long as the record holds as many messages: a conversation only grows, so
+  // another instance's turn, or a stopped turn kept, makes the counts differ and the checkpoint is read as before.
+  const histories = new Map<string, ChatMessage[]>();
+  const keep = (conversationId: string, messages: ChatMessage[]) => {
+    histories.delete(conversationId);
+    if (histories.size >= KEPT_HISTORIES) histories.delete(histories.keys().next().value!);
+    histories.set(conversationId, messages);
+  };
 
   return {
+    /** Lets go of a conversation's history (its checkpoints are deleted: a stopped turn kept, or erasure). */
+    forget: (conversationId) => void histories.delete(conversationId),
     async *run(turn: AgentTurn): AsyncIterable<AgentEvent> {
       const subject = subjectOf(turn.caller);
       const conversation = turn.conversationId
@@ -294,7 +308,8 @@ export function createAgent(deps: AgentDeps): Agent {
 
       const maxSteps = turn.maxSteps ?? DEFAULT_MAX_STEPS;
       const tools = turn.mode === 'agent' ? await deps.tools.agentSpecsFor(turn.caller) : [];
-      const checkpointed = await messagesOf(conversation.id);
+      const known = histories.get(conversation.id);
+      const checkpointed = known?.length === conversation.messageCount ? known : await messagesOf(conversation.id);
       // A turn cancelled, failed or cut off by a restart after LangGraph checkpointed part of it (its user message,
       // a tool call not yet answered) was never recorded. The recorded conversation is the truth: the model must
       // not see such remains, and an unanswered tool call would make an OpenAI-compatible API refuse every later
@@ -340,6 +355,7 @@ export function createAgent(deps: AgentDeps): Agent {
         ...produced.map((m, i) => (i === produced.length - 1 ? { ...m, completionTokens: usage.completionTokens } : m)),
       ];
       await deps.conversations.append(conversation.id, records);
+      keep(conversation.id, state.messages);
       yield {
         type: 'done',
         response: { response: answer, conversation_id: conversation.id, model: deps.llm.model, usage: toUsage(usage) },

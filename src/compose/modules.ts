@@ -199,7 +199,13 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
       const checkpointer = await createCheckpointer(db);
       const tools = mcp.service.tools;
       const graph = createAgent({ llm, conversations: conversations.service, tools, checkpointer, logger, tracer });
-      return { agent: graph, deleteThread: (threadId) => checkpointer.deleteThread(threadId) };
+      return {
+        agent: graph,
+        deleteThread: (threadId) => {
+          graph.forget(threadId);
+          return checkpointer.deleteThread(threadId);
+        },
+      };
     },
     threadsOf: (userId) => conversations.service.idsOwnedBy(userObject(userId)),
     shutdown: lifecycle,
