@@ -15,7 +15,7 @@ const ENV = () => ({ PATH: process.env.PATH, HOME: process.env.HOME });
  * to the little it inherits (the upstream's bearer token, say).
  */
 export async function startBaseline(
-  name: 'raw-http' | 'express-hello' | 'bare-mcp' | 'bare-mcp-modern' | 'upstream-mcp',
+  name: 'raw-http' | 'express-hello' | 'bare-mcp' | 'bare-mcp-modern' | 'upstream-mcp' | 'model-relay',
   logDir: string,
   env: Record<string, string> = {},
 ) {

@@ -3,7 +3,7 @@ import { availableParallelism, loadavg, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { type Baseline, startBaseline } from './baseline-servers.js';
 import { apiKeyScaleRow } from './cases/api-keys.js';
-import { chatFirstTokenRow } from './cases/chat.js';
+import { chatFirstTokenRows } from './cases/chat.js';
 import { SECTION_CONNECTED, connectedToolRows } from './cases/connected.js';
 import { loginBurstRow, loginThroughputRow } from './cases/logins.js';
 import { heapGrowthRow, idleRssRow, rssRow, sessionHeapRow } from './cases/memory.js';
@@ -214,7 +214,7 @@ async function main(): Promise<void> {
     });
   if (want('chat'))
     await attempt('Streamed chat, time to first token (playground POST /api/playground/chat)', 'first token', () =>
-      chatFirstTokenRow(ctx),
+      chatFirstTokenRows(ctx),
     );
   if (want('startup'))
     await attempt('Start-up to /health/ready', 'start-up', () =>

@@ -1,5 +1,6 @@
 import { request } from 'node:http';
 import { startFakeOpenAi } from '../../test/fakes/openai.js';
+import { startBaseline } from '../baseline-servers.js';
 import { JSON_HEADERS, adminToken, bearer, checkOk } from '../client.js';
 import type { Context } from '../context.js';
 import { type Row, valueRow } from '../report.js';
@@ -9,14 +10,18 @@ import { freshDatabase, startService } from '../service.js';
  * Streamed chat, first-token overhead: a loopback OpenAI-compatible server (the tests' fake, streaming SSE chunks,
  * waiting a fixed 20 ms before the first) behind the service (`LLM_PROVIDER=openai`). The time to the first
  * `token` event of `POST /api/playground/chat` with `stream: true`, minus the time to the first content chunk of
- * the same completion asked of the fake directly; p50 of each over sequential turns.
+ * the same completion asked of the fake directly; p50 of each over sequential turns. Beside it, the same through a
+ * bare `node:http` relay pinned where the service runs (`bench/baselines/model-relay.ts`): the machine's floor.
  */
 
 const SECTION = 'Streamed chat, time to first token (playground POST /api/playground/chat)';
 const DELAY_MS = 20;
 const MODEL = 'gpt-4o-mini';
 
-/** Milliseconds from sending the request to the first chunk of the body containing `marker`. */
+/**
+ * Milliseconds from sending the request to the first chunk of the body containing `marker`, answered once the body
+ * has ended: the next request starts with the last one's work done (a turn goes on after its first token).
+ */
 function timeToFirst(url: string, headers: Record<string, string>, body: string, marker: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const target = new URL(url);
@@ -30,17 +35,15 @@ function timeToFirst(url: string, headers: Record<string, string>, body: string,
           reject(new Error(`${url} answered ${res.statusCode}`));
           return;
         }
-        let done = false;
+        let first: number | undefined;
         res.on('data', (chunk: Buffer) => {
-          if (done) return;
+          if (first !== undefined) return;
           seen += chunk.toString('utf8');
-          if (seen.includes(marker)) {
-            done = true;
-            resolve(performance.now() - began);
-          }
+          if (seen.includes(marker)) first = performance.now() - began;
         });
         res.on('end', () => {
-          if (!done) reject(new Error(`${url}: no ${JSON.stringify(marker)} in ${seen.slice(0, 300)}`));
+          if (first !== undefined) resolve(first);
+          else reject(new Error(`${url}: no ${JSON.stringify(marker)} in ${seen.slice(0, 300)}`));
         });
       },
     );
@@ -51,10 +54,11 @@ function timeToFirst(url: string, headers: Record<string, string>, body: string,
 
 const p50 = (values: number[]) => [...values].sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-export async function chatFirstTokenRow(ctx: Context): Promise<Row> {
+export async function chatFirstTokenRows(ctx: Context): Promise<Row[]> {
   const name = `first-token overhead p50 (model's first chunk after ${DELAY_MS} ms)`;
   const fake = await startFakeOpenAi([MODEL]);
   fake.delayMs = DELAY_MS;
+  const relay = await startBaseline('model-relay', ctx.logDir, { UPSTREAM_URL: fake.url });
   try {
     const database = await freshDatabase(ctx.tmp, 'chat');
     const service = await startService({
@@ -85,28 +89,48 @@ export async function chatFirstTokenRow(ctx: Context): Promise<Row> {
           JSON.stringify({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'Say hello' }] }),
           '"content":"(fake)',
         );
+      const viaRelay = () =>
+        timeToFirst(
+          `${relay.url}/chat/completions`,
+          JSON_HEADERS,
+          JSON.stringify({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'Say hello' }] }),
+          'event: token',
+        );
       const turns = ctx.settings.chatTurns;
-      ctx.log(`chat: ${turns} streamed turns through the service and ${turns} straight to the fake model`);
+      ctx.log(`chat: ${turns} streamed turns through the service, a bare relay and straight to the fake model`);
       await viaService();
+      await viaRelay();
       await direct();
       const ours: number[] = [];
+      const relayed: number[] = [];
       const theirs: number[] = [];
       for (let i = 0; i < turns; i++) {
         ours.push(await viaService());
+        relayed.push(await viaRelay());
         theirs.push(await direct());
       }
       const overhead = p50(ours) - p50(theirs);
-      return {
-        ...valueRow(SECTION, name, overhead, 'ms', 3, {
-          baseline: p50(theirs),
-          note: `through the service p50 ${p50(ours).toFixed(2)} ms, straight to the model p50 ${p50(theirs).toFixed(2)} ms (${turns} turns each); baseline column = direct`,
-        }),
-        ratio: null,
-      };
+      const floor = p50(relayed) - p50(theirs);
+      return [
+        {
+          ...valueRow(SECTION, name, overhead, 'ms', 3, {
+            baseline: p50(theirs),
+            note: `through the service p50 ${p50(ours).toFixed(2)} ms, through a bare relay ${p50(relayed).toFixed(2)} ms, straight to the model p50 ${p50(theirs).toFixed(2)} ms (${turns} turns each); baseline column = direct`,
+          }),
+          ratio: null,
+        },
+        {
+          ...valueRow(SECTION, 'the same through a bare node:http relay (the floor, reported)', floor, 'ms', null, {
+            baseline: p50(theirs),
+          }),
+          ratio: null,
+        },
+      ];
     } finally {
       await service.stop();
     }
   } finally {
+    await relay.child.stop();
     await fake.close();
   }
 }
