@@ -337,7 +337,9 @@ describe('PATCH agrees with scim-patch', () => {
       ),
       { numRuns: 120, seed: 5 },
     );
-  });
+    // 120 users created and patched: a fixed amount of work, which takes longer than the default on PostgreSQL on a
+    // slow machine.
+  }, 60_000);
 
   it('on group membership: add, remove by members[value eq …], replace', async () => {
     const users: string[] = [];
