@@ -29,6 +29,7 @@ const server = createServer((req, res) => {
         }
       });
       up.on('end', () => res.end());
+      up.on('error', () => res.destroy());
     });
     ask.on('error', () => res.destroy());
     ask.end(Buffer.concat(chunks));

@@ -126,10 +126,11 @@ async function* chunksOf(response: Response): AsyncGenerator<ChatCompletionChunk
       continue;
     }
     const chunk = JSON.parse(data) as (ChatCompletionChunk & { error?: Record<string, unknown> }) | null;
-    if (typeof chunk !== 'object' || chunk === null) throw unreadable(new Error(`a chunk that is not an object`));
+    // Thrown as they come: toServiceError, where the caller reads the stream, maps them once like any other.
+    if (typeof chunk !== 'object' || chunk === null) throw new TypeError('a streamed chunk that is not an object');
     if (chunk.error) {
       const sdk = loadedOpenAiSdk();
-      throw sdk ? new sdk.APIError(undefined, chunk.error, undefined, response.headers) : unreadable(chunk.error);
+      throw sdk ? new sdk.APIError(undefined, chunk.error, undefined, response.headers) : new Error('error chunk');
     }
     yield chunk;
   }
