@@ -27,6 +27,8 @@ export interface FakeOpenAi {
    * so tests that retry do not wait for seconds. Default 1.
    */
   retryAfterMs: number | undefined;
+  /** More headers sent with every failure (`x-should-retry`, say). */
+  failHeaders: Record<string, string>;
   /** Chat-completion replies, answered in order; with the queue empty it answers "(fake) no scripted reply". */
   replies: ScriptedReply[];
   /** Milliseconds before a chat completion starts to answer (to exercise timeouts). Default 0. */
@@ -164,6 +166,7 @@ export async function startFakeOpenAi(models: string[] = ['gpt-4o-mini']): Promi
     failTimes: undefined,
     retryAfter: undefined,
     retryAfterMs: 1,
+    failHeaders: {},
     replies: [],
     delayMs: 0,
     chunkDelayMs: 0,
@@ -204,7 +207,7 @@ export async function startFakeOpenAi(models: string[] = ['gpt-4o-mini']): Promi
         fake.failWith = undefined;
         fake.failTimes = undefined;
       }
-      const headers: Record<string, string> = {};
+      const headers: Record<string, string> = { ...fake.failHeaders };
       if (status === 429 && fake.retryAfter !== undefined) headers['retry-after'] = fake.retryAfter;
       if ((status === 429 || status >= 500) && fake.retryAfterMs !== undefined) {
         headers['retry-after-ms'] = String(fake.retryAfterMs);

@@ -11,7 +11,7 @@ import { InternalError, RateLimitError, ServiceUnavailableError } from '../../sr
 import { llmContract } from '../contracts/llm.contract.js';
 import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
 
-// Every test here goes through the official `openai` client to a FAKE of a hosted OpenAI-compatible API
+// Every test here goes through the provider (the official `openai` client's rules, errors and types) to a FAKE of a hosted OpenAI-compatible API
 // (test/fakes/openai.ts) over real HTTP: no such service can run here. The fake speaks the real wire format.
 
 const MODEL = 'gpt-4o-mini';
@@ -227,6 +227,57 @@ describe('openai provider (fake OpenAI-compatible API)', () => {
     fake.replies.push({ text: 'Third time lucky.' });
     expect((await llm.complete({ messages: [user('Hi')] })).text).toBe('Third time lucky.');
     expect(chatBodies(fake)).toHaveLength(3);
+  });
+
+  it('does not retry a 5xx the provider says not to, and retries a 4xx it says to', async () => {
+    const { fake, llm } = await setUp();
+    fake.failWith = 500;
+    fake.failHeaders = { 'x-should-retry': 'false' };
+    await expect(llm.complete({ messages: [user('Hi')] })).rejects.toMatchObject({
+      message: 'LLM provider failed to answer',
+    });
+    expect(chatBodies(fake)).toHaveLength(1);
+
+    fake.failWith = 400;
+    fake.failTimes = 1;
+    fake.failHeaders = { 'x-should-retry': 'true' };
+    fake.replies.push({ text: 'Told to try again.' });
+    expect((await llm.complete({ messages: [user('Hi')] })).text).toBe('Told to try again.');
+    expect(chatBodies(fake)).toHaveLength(3);
+  });
+
+  it('waits its own backoff when the provider asks for a wait longer than a minute', async () => {
+    const { fake, llm } = await setUp();
+    fake.failWith = 429;
+    fake.failTimes = 1;
+    fake.retryAfter = '3600';
+    fake.retryAfterMs = undefined;
+    fake.replies.push({ text: 'After a short wait.' });
+    const began = performance.now();
+    expect((await llm.complete({ messages: [user('Hi')] })).text).toBe('After a short wait.');
+    // The first backoff: half a second, less up to a quarter.
+    expect(performance.now() - began).toBeGreaterThanOrEqual(370);
+    expect(chatBodies(fake)).toHaveLength(2);
+  });
+
+  it('stops waiting between attempts as soon as it is aborted', async () => {
+    const { fake, llm } = await setUp();
+    fake.failWith = 429;
+    fake.retryAfterMs = 30_000;
+    const controller = new AbortController();
+    const pending = llm.complete({ messages: [user('Hi')], signal: controller.signal });
+    await expect.poll(() => fake.requests.length).toBe(1);
+    controller.abort();
+    await expect(pending).rejects.toMatchObject({ name: 'AbortError' });
+    expect(chatBodies(fake)).toHaveLength(1);
+  });
+
+  it('sends the key as a bearer token, and no Authorization header without one', async () => {
+    const { fake, llm } = await setUp();
+    await llm.complete({ messages: [user('Hi')] });
+    const keyless = createOpenAiLlm({ baseUrl: fake.url, model: MODEL });
+    await keyless.complete({ messages: [user('Hi')] });
+    expect(fake.requests.map((r) => r.authorization)).toEqual([`Bearer ${API_KEY}`, undefined]);
   });
 
   it('turns a rate limit that outlasts the retries into a RateLimitError with the provider retry-after', async () => {

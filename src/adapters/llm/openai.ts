@@ -1,4 +1,3 @@
-import type OpenAI from 'openai';
 import type {
   ChatCompletionChunk,
   ChatCompletionCreateParamsStreaming,
@@ -6,11 +5,13 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { CommonErrorCode, InternalError, RateLimitError, ServiceUnavailableError } from '../../errors.js';
+import { SERVICE_NAME, SERVICE_VERSION } from '../../version.js';
 import { type CircuitBreaker, CircuitOpenError } from '../breaker/breaker.js';
 import { openAiLlmHealthCheck } from './health.js';
 import { createHttpFetch } from './http-fetch.js';
 import { serverSentEvents } from './server-sent.js';
-import { loadOpenAiSdk, loadedOpenAiSdk } from './openai-sdk.js';
+import { loadedOpenAiSdk } from './openai-sdk.js';
+import { postCompletion } from './openai-request.js';
 import { NO_USAGE, abortError, collectCompletion, estimateTokens, throwIfAborted } from './stream.js';
 import type {
   ChatMessage,
@@ -42,8 +43,19 @@ const DEFAULT_MAX_RETRIES = 2;
 const DEFAULT_RETRY_AFTER_SECONDS = 30;
 
 /**
- * A chat model behind any OpenAI-compatible endpoint, through the official `openai` client. Every request
- * streams (`stream_options.include_usage`, so the last chunk carries usage; a server that ignores the option
+ * Whether a request failed for lack of the provider (no connection, no answer in time, a 5xx after the retries),
+ * not because of the request, the key, a rate limit or the caller's abort: what opens the breaker.
+ */
+export function isLlmOutage(error: unknown): boolean {
+  const sdk = loadedOpenAiSdk();
+  if (!sdk || error instanceof sdk.APIUserAbortError) return false;
+  if (error instanceof sdk.APIConnectionError) return true;
+  return error instanceof sdk.APIError && error.status !== undefined && error.status >= 500;
+}
+
+/**
+ * A chat model behind any OpenAI-compatible endpoint, spoken to with the official `openai` client's rules and
+ * errors (`openai-request.ts`) and its types. Every request streams (`stream_options.include_usage`, so the last chunk carries usage; a server that ignores the option
  * yields usage of zeros). Tools are offered in the function format with `tool_choice: 'auto'`; streamed
  * tool-call fragments are assembled by index and emitted once the stream ends.
  *
@@ -57,41 +69,25 @@ const DEFAULT_RETRY_AFTER_SECONDS = 30;
  * RateLimitError with the provider's `retry-after` (else 30 s); a timeout or an unreachable endpoint →
  * ServiceUnavailableError; a request the provider refuses (4xx) → InternalError; the caller's abort → the port's
  * AbortError, whose usage is an estimate (a stopped stream never gets to its usage chunk): the prompt once it was
- * sent, and what had come of the answer.
+ * sent, and what had come of the answer. With a breaker, a provider known to be down fails each turn at once
+ * instead of after the timeout and retries.
  */
-/**
- * Whether a request failed for lack of the provider (no connection, no answer in time, a 5xx after the retries),
- * not because of the request, the key, a rate limit or the caller's abort: what opens the breaker.
- */
-export function isLlmOutage(error: unknown): boolean {
-  const sdk = loadedOpenAiSdk();
-  if (!sdk || error instanceof sdk.APIUserAbortError) return false;
-  if (error instanceof sdk.APIConnectionError) return true;
-  return error instanceof sdk.APIError && error.status !== undefined && error.status >= 500;
-}
-
-/** With a breaker, a provider known to be down fails each turn at once instead of after the timeout and retries. */
 export function createOpenAiLlm(config: OpenAiLlmConfig, options: { breaker?: CircuitBreaker } = {}): LlmProvider {
   const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
-  let client: Promise<OpenAI> | undefined;
-  const clientOf = () =>
-    (client ??= loadOpenAiSdk().then(
-      (sdk) =>
-        new sdk({
-          // The client insists on a key; keyless local servers ignore the header (health.ts does the same).
-          apiKey: config.apiKey ?? 'unset',
-          baseURL: config.baseUrl,
-          // Per attempt, until the response starts; the stream itself is watched in streamOpenAi.
-          timeout: timeoutMs,
-          maxRetries: config.maxRetries ?? DEFAULT_MAX_RETRIES,
-          fetch: createHttpFetch(),
-        }),
-    ));
-  const start: StartStream = async (body, requestOptions) => {
-    const openai = await clientOf();
-    // The client sends the request (its headers, retries and errors); the answer's body is read here.
-    const create = () => openai.chat.completions.create(body, requestOptions).asResponse();
-    return chunksOf(await (options.breaker ? options.breaker.run(create) : create()));
+  const policy = { timeoutMs, maxRetries: config.maxRetries ?? DEFAULT_MAX_RETRIES };
+  const send = createHttpFetch();
+  const url = `${config.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const headers = {
+    'Content-Type': 'application/json',
+    Accept: 'application/json',
+    'User-Agent': `${SERVICE_NAME}/${SERVICE_VERSION}`,
+    // Keyless local servers need none.
+    ...(config.apiKey !== undefined && { Authorization: `Bearer ${config.apiKey}` }),
+  };
+  const start: StartStream = async (body, { signal }) => {
+    const post = () => postCompletion(send, { url, headers, body: JSON.stringify(body), signal }, policy);
+    // The answer's body is read here, as it streams.
+    return chunksOf(await (options.breaker ? options.breaker.run(post) : post()));
   };
   const stream = (request: CompletionRequest) => streamOpenAi(start, config.model, timeoutMs, request);
   return {
