@@ -7,6 +7,7 @@ import type { Lifecycle } from '../lifecycle.js';
 import type { Audience } from '../ports/caller.js';
 import type { Logger } from '../logger.js';
 import { apiVersion } from './api-version.js';
+import { jsonBody } from './json-body.js';
 import type { Metrics } from './metrics.js';
 import { refuseNulInBody, refuseNulInUrl } from './nul-text.js';
 import { ErrorAreas, errorHandler, notFoundHandler, rawHttpResponse, renderError } from './render-errors.js';
@@ -41,8 +42,6 @@ export interface ListenerAppOptions {
   /** The WWW-Authenticate challenge of every 401 (it may point at the protected-resource metadata). */
   wwwAuthenticate?: string;
 }
-
-const JSON_TYPES = ['application/json', 'application/*+json'];
 
 /** Answers 503 until start-up has finished, so no request meets an unmigrated database. */
 function startupGate(lifecycle: Lifecycle): RequestHandler {
@@ -86,7 +85,7 @@ export function createListenerApp(options: ListenerAppOptions): express.Express 
       metrics.httpMiddleware,
       apiVersion(),
       refuseNulInUrl(),
-      express.json({ limit: bodyLimitBytes, type: JSON_TYPES, verify: refuseNulInBody('json') }),
+      jsonBody(bodyLimitBytes),
       express.urlencoded({ limit: bodyLimitBytes, extended: false, verify: refuseNulInBody('form') }),
       statics.middleware(),
     ]),

@@ -1,3 +1,5 @@
+import type { IncomingMessage } from 'node:http';
+import { type HttpPost, headersOf, textOf } from './http-post.js';
 import { loadOpenAiSdk } from './openai-sdk.js';
 
 /** How a chat-completions request is sent: per attempt until its answer starts, and how often again. */
@@ -9,7 +11,7 @@ export interface RequestPolicy {
 }
 
 export interface CompletionPost {
-  url: string;
+  url: URL;
   headers: Record<string, string>;
   body: string;
   /** Stops the request, its retries and its response's body. */
@@ -33,13 +35,13 @@ const LONGEST_BACKOFF_MS = 8_000;
  * Unlike the client's, a wait between attempts ends when the request is aborted.
  */
 export async function postCompletion(
-  send: typeof fetch,
+  send: HttpPost,
   post: CompletionPost,
   policy: RequestPolicy,
-): Promise<Response> {
+): Promise<IncomingMessage> {
   for (let attempt = 0; ; attempt++) {
     const retriesLeft = policy.maxRetries - attempt;
-    let response: Response;
+    let response: IncomingMessage;
     try {
       response = await attemptOnce(send, post, policy.timeoutMs);
     } catch (error) {
@@ -53,17 +55,18 @@ export async function postCompletion(
       await pause(backoffMs(attempt), post.signal);
       continue;
     }
-    if (response.ok) return response;
-    if (retriesLeft > 0 && shouldRetry(response)) {
-      await response.body?.cancel().catch(() => undefined);
-      await pause(askedWaitMs(response.headers) ?? backoffMs(attempt), post.signal);
+    const status = response.statusCode ?? 0;
+    if (status >= 200 && status < 300) return response;
+    if (retriesLeft > 0 && shouldRetry(status, response)) {
+      // Read to its end, so that the connection serves the next attempt.
+      response.resume();
+      await pause(askedWaitMs(response) ?? backoffMs(attempt), post.signal);
       continue;
     }
-    const text = await response.text().catch(() => '');
+    const text = await textOf(response).catch(() => '');
     const sdk = await loadOpenAiSdk();
-    const json = parseJson(text);
-    const errorBody = json as object | undefined;
-    throw sdk.APIError.generate(response.status, errorBody, json === undefined ? text : undefined, response.headers);
+    const json = parseJson(text) as object | undefined;
+    throw sdk.APIError.generate(status, json, json === undefined ? text : undefined, headersOf(response));
   }
 }
 
@@ -73,7 +76,7 @@ class AttemptTimedOut extends Error {}
  * One attempt, given up on (`AttemptTimedOut`) when its answer has not started in time. The attempt's own controller
  * follows the caller's signal for as long as the request lives: aborting it later also ends the response's body.
  */
-async function attemptOnce(send: typeof fetch, post: CompletionPost, timeoutMs: number): Promise<Response> {
+async function attemptOnce(send: HttpPost, post: CompletionPost, timeoutMs: number): Promise<IncomingMessage> {
   const controller = new AbortController();
   if (post.signal.aborted) controller.abort();
   else post.signal.addEventListener('abort', () => controller.abort(), { once: true });
@@ -83,7 +86,7 @@ async function attemptOnce(send: typeof fetch, post: CompletionPost, timeoutMs: 
     controller.abort();
   }, timeoutMs);
   try {
-    return await send(post.url, { method: 'POST', headers: post.headers, body: post.body, signal: controller.signal });
+    return await send({ ...post, signal: controller.signal });
   } catch (error) {
     throw timedOut && !post.signal.aborted ? new AttemptTimedOut() : error;
   } finally {
@@ -91,19 +94,18 @@ async function attemptOnce(send: typeof fetch, post: CompletionPost, timeoutMs: 
   }
 }
 
-function shouldRetry(response: Response): boolean {
-  const told = response.headers.get('x-should-retry');
+function shouldRetry(status: number, response: IncomingMessage): boolean {
+  const told = response.headers['x-should-retry'];
   if (told === 'true') return true;
   if (told === 'false') return false;
-  const { status } = response;
   return status === 408 || status === 409 || status === 429 || status >= 500;
 }
 
 /** The wait the provider asked for, when it asked for one of up to a minute. */
-function askedWaitMs(headers: Headers): number | undefined {
-  const inMs = Number.parseFloat(headers.get('retry-after-ms') ?? '');
+function askedWaitMs({ headers }: IncomingMessage): number | undefined {
+  const inMs = Number.parseFloat(String(headers['retry-after-ms']));
   let wait = Number.isNaN(inMs) ? undefined : inMs;
-  const retryAfter = headers.get('retry-after');
+  const retryAfter = headers['retry-after'];
   if (wait === undefined && retryAfter) {
     const seconds = Number.parseFloat(retryAfter);
     wait = Number.isNaN(seconds) ? Date.parse(retryAfter) - Date.now() : seconds * 1000;

@@ -8,8 +8,9 @@ import { CommonErrorCode, InternalError, RateLimitError, ServiceUnavailableError
 import { SERVICE_NAME, SERVICE_VERSION } from '../../version.js';
 import { type CircuitBreaker, CircuitOpenError } from '../breaker/breaker.js';
 import { openAiLlmHealthCheck } from './health.js';
-import { createHttpFetch } from './http-fetch.js';
-import { serverSentEvents } from './server-sent.js';
+import type { IncomingMessage } from 'node:http';
+import { createHttpPost, textChunks } from './http-post.js';
+import { EventStreamParser } from './server-sent.js';
 import { loadedOpenAiSdk } from './openai-sdk.js';
 import { postCompletion } from './openai-request.js';
 import { NO_USAGE, abortError, collectCompletion, estimateTokens, throwIfAborted } from './stream.js';
@@ -75,8 +76,8 @@ export function isLlmOutage(error: unknown): boolean {
 export function createOpenAiLlm(config: OpenAiLlmConfig, options: { breaker?: CircuitBreaker } = {}): LlmProvider {
   const timeoutMs = config.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const policy = { timeoutMs, maxRetries: config.maxRetries ?? DEFAULT_MAX_RETRIES };
-  const send = createHttpFetch();
-  const url = `${config.baseUrl.replace(/\/+$/, '')}/chat/completions`;
+  const send = createHttpPost();
+  const url = new URL(`${config.baseUrl.replace(/\/+$/, '')}/chat/completions`);
   const headers = {
     'Content-Type': 'application/json',
     Accept: 'application/json',
@@ -107,28 +108,36 @@ interface CallFragments {
 }
 
 /**
- * The chunks of a streamed completion, read from its body. The client's own reader stacks four async generators
- * and builds log lines for every chunk, which the first token waited for: about a millisecond here. Its rules are
- * kept: `[DONE]` ends the answer (what follows is read and ignored, so that the connection stays reusable), and a
- * chunk that carries an `error` is the provider failing mid-answer.
+ * The chunks of a streamed completion, read from its body as it comes. The client's own reader stacks four async
+ * generators and builds log lines for every chunk, which the first token waited for. Its rules are kept: `[DONE]`
+ * ends the answer (what follows is read and ignored, so that the connection stays reusable), and a chunk that
+ * carries an `error` is the provider failing mid-answer. A consumer that stops early destroys the response.
  */
-async function* chunksOf(response: Response): AsyncGenerator<ChatCompletionChunk> {
-  if (!response.body) return;
+async function* chunksOf(response: IncomingMessage): AsyncGenerator<ChatCompletionChunk> {
+  const parser = new EventStreamParser();
   let done = false;
-  for await (const { data } of serverSentEvents(response.body)) {
-    if (done) continue;
-    if (data.startsWith('[DONE]')) {
-      done = true;
-      continue;
+  const read = function* (events: { data: string }[]): Generator<ChatCompletionChunk> {
+    for (const { data } of events) {
+      if (done) continue;
+      if (data.startsWith('[DONE]')) {
+        done = true;
+        continue;
+      }
+      const chunk = JSON.parse(data) as (ChatCompletionChunk & { error?: Record<string, unknown> }) | null;
+      // Thrown as they come: toServiceError, where the caller reads the stream, maps them once like any other.
+      if (typeof chunk !== 'object' || chunk === null) throw new TypeError('a streamed chunk that is not an object');
+      if (chunk.error) throw new ErrorChunk(chunk.error);
+      yield chunk;
     }
-    const chunk = JSON.parse(data) as (ChatCompletionChunk & { error?: Record<string, unknown> }) | null;
-    // Thrown as they come: toServiceError, where the caller reads the stream, maps them once like any other.
-    if (typeof chunk !== 'object' || chunk === null) throw new TypeError('a streamed chunk that is not an object');
-    if (chunk.error) {
-      const sdk = loadedOpenAiSdk();
-      throw sdk ? new sdk.APIError(undefined, chunk.error, undefined, response.headers) : new Error('error chunk');
-    }
-    yield chunk;
+  };
+  for await (const text of textChunks(response)) yield* read(parser.feed(text));
+  yield* read(parser.end());
+}
+
+/** An error object the provider sent in place of the rest of its answer. */
+class ErrorChunk extends Error {
+  constructor(readonly error: Record<string, unknown>) {
+    super('the provider failed mid-answer');
   }
 }
 
@@ -325,6 +334,13 @@ function toServiceError(error: unknown, signal: AbortSignal | undefined, timeout
   // However the client reported it, a request the caller aborted ends in the caller's AbortError.
   if (signal?.aborted) return abortError(signal);
   if (error instanceof CircuitOpenError) return error;
+  if (error instanceof ErrorChunk) {
+    const code = typeof error.error.code === 'string' ? error.error.code : undefined;
+    return new ServiceUnavailableError('LLM provider failed to answer', {
+      code: CommonErrorCode.ServiceUnavailable,
+      cause: safeCause({ status: undefined, code, requestID: undefined }),
+    });
+  }
   const sdk = loadedOpenAiSdk();
   if (!sdk) return unreadable(error);
   if (error instanceof sdk.AuthenticationError || error instanceof sdk.PermissionDeniedError) {
@@ -350,7 +366,7 @@ function toServiceError(error: unknown, signal: AbortSignal | undefined, timeout
     });
   }
   if (error instanceof sdk.APIError) {
-    // No status: an error event inside the stream. 5xx: the retries did not help.
+    // 5xx: the retries did not help.
     if (error.status === undefined || error.status >= 500) {
       return new ServiceUnavailableError('LLM provider failed to answer', {
         code: CommonErrorCode.ServiceUnavailable,
