@@ -22,6 +22,7 @@ import {
   toUsage,
 } from '../src/modules/agent/index.js';
 import { subjectOf } from '../src/ports/subjects.js';
+import { linkSignals } from '../src/signals.js';
 import { type ConversationsService, type NewMessage, toChatMessage } from '../src/modules/conversations/index.js';
 import type { Checkpointer } from './checkpointer.js';
 
@@ -142,7 +143,8 @@ class FirstCall {
   readonly #abandon = new AbortController();
 
   constructor(deps: AgentDeps, turn: AgentTurn, request: CompletionRequest) {
-    const signal = turn.signal ? AbortSignal.any([turn.signal, this.#abandon.signal]) : this.#abandon.signal;
+    // Not released: the turn's signal lives no longer than the turn, and its stop must stop the call to its end.
+    const { signal } = linkSignals([turn.signal, this.#abandon.signal]);
     this.call = new ModelCall(deps, { ...request, signal }, turn.traceContext);
   }
 

@@ -1,8 +1,9 @@
+import { getEventListeners } from 'node:events';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ServiceUnavailableError } from '../../src/errors.js';
 import { Lifecycle } from '../../src/lifecycle.js';
 import { closeAfterEach, startTestApp } from '../helpers/app.js';
-import { ADMIN_PASSWORD, accessToken, call, createUser } from '../helpers/auth.js';
+import { ADMIN_PASSWORD, accessToken, call, createUser, fetchApp } from '../helpers/auth.js';
 
 // What a chat turn gets when the service stops: the lifecycle's two moments (stopping, then the drain's deadline),
 // and the chat-turn service's decision on them, seen through the real app (SQLite, the offline model, paced so that
@@ -81,6 +82,24 @@ describe('a chat turn at shutdown', () => {
       .execute();
     expect(conversations).toEqual([{ id: expect.any(String) as unknown, message_count: 0 }]);
     expect(await db.selectFrom('messages').select('id').execute()).toEqual([]);
+  });
+
+  it('leaves no listener on the deadline once its turns have ended, streamed or answered whole', async () => {
+    const app = closing(await startTestApp({ ADMIN_PASSWORD }));
+    await createUser(app, 'alice');
+    const token = await accessToken(app, 'alice');
+    for (let turn = 0; turn < 3; turn++) {
+      expect((await call(app, 'POST', '/mcp/message', { token, body: { query: 'Hi', use_tools: false } })).status).toBe(
+        200,
+      );
+      const streamed = await fetchApp(app, 'POST', '/mcp/message', {
+        token,
+        body: { query: 'Hi', use_tools: false, stream: true },
+      });
+      expect(streamed.status).toBe(200);
+      expect(await streamed.text()).toContain('message_complete');
+    }
+    expect(getEventListeners(app.lifecycle.deadline, 'abort')).toHaveLength(0);
   });
 
   it('once the service is stopping, a new turn is refused on every chat route, before any stream starts', async () => {

@@ -108,15 +108,16 @@ interface CallFragments {
 }
 
 /**
- * The chunks of a streamed completion, read from its body as it comes. The client's own reader stacks four async
+ * The chunks of a streamed completion, read from its body as it comes, those of each read together. The client's own reader stacks four async
  * generators and builds log lines for every chunk, which the first token waited for. Its rules are kept: `[DONE]`
  * ends the answer (what follows is read and ignored, so that the connection stays reusable), and a chunk that
  * carries an `error` is the provider failing mid-answer. A consumer that stops early destroys the response.
  */
-async function* chunksOf(response: IncomingMessage): AsyncGenerator<ChatCompletionChunk> {
+async function* chunksOf(response: IncomingMessage): AsyncGenerator<ChatCompletionChunk[]> {
   const parser = new EventStreamParser();
   let done = false;
-  const read = function* (events: { data: string }[]): Generator<ChatCompletionChunk> {
+  const chunksIn = (events: { data: string }[]): ChatCompletionChunk[] => {
+    const chunks: ChatCompletionChunk[] = [];
     for (const { data } of events) {
       if (done) continue;
       if (data.startsWith('[DONE]')) {
@@ -127,11 +128,16 @@ async function* chunksOf(response: IncomingMessage): AsyncGenerator<ChatCompleti
       // Thrown as they come: toServiceError, where the caller reads the stream, maps them once like any other.
       if (typeof chunk !== 'object' || chunk === null) throw new TypeError('a streamed chunk that is not an object');
       if (chunk.error) throw new ErrorChunk(chunk.error);
-      yield chunk;
+      chunks.push(chunk);
     }
+    return chunks;
   };
-  for await (const text of textChunks(response)) yield* read(parser.feed(text));
-  yield* read(parser.end());
+  for await (const text of textChunks(response)) {
+    const chunks = chunksIn(parser.feed(text));
+    if (chunks.length > 0) yield chunks;
+  }
+  const last = chunksIn(parser.end());
+  if (last.length > 0) yield last;
 }
 
 /** An error object the provider sent in place of the rest of its answer. */
@@ -145,7 +151,7 @@ class ErrorChunk extends Error {
 type StartStream = (
   body: ChatCompletionCreateParamsStreaming,
   options: { signal: AbortSignal },
-) => Promise<AsyncIterable<ChatCompletionChunk>>;
+) => Promise<AsyncIterable<ChatCompletionChunk[]>>;
 
 async function* streamOpenAi(
   start: StartStream,
@@ -175,23 +181,23 @@ async function* streamOpenAi(
   };
 
   try {
-    let chunks: AsyncIterator<ChatCompletionChunk>;
+    let batches: AsyncIterator<ChatCompletionChunk[]>;
     try {
       const response = await start(toRequestBody(model, request), { signal: controller.signal });
-      chunks = response[Symbol.asyncIterator]();
+      batches = response[Symbol.asyncIterator]();
     } catch (error) {
       throw toServiceError(error, signal, timeoutMs);
     }
 
     for (;;) {
-      let next: IteratorResult<ChatCompletionChunk>;
+      let next: IteratorResult<ChatCompletionChunk[]>;
       // Timed only while we wait on the provider, not while our consumer is busy with the last delta.
       watchdog = setTimeout(() => {
         stalled = true;
         controller.abort();
       }, timeoutMs);
       try {
-        next = await chunks.next();
+        next = await batches.next();
       } catch (error) {
         // The watchdog's abort ends the stream with an error or quietly, as the fetch underneath has it.
         if (stalled && !signal?.aborted) throw stalledFor(timeoutMs);
@@ -204,26 +210,27 @@ async function* streamOpenAi(
       if (stalled) throw stalledFor(timeoutMs);
       if (next.done) break;
 
-      const chunk = next.value;
-      if (chunk.usage) {
-        const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = chunk.usage;
-        usage = { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
-      }
-      const choice = chunk.choices[0];
-      if (!choice) continue;
-      reason = choice.finish_reason ?? reason;
-      for (const fragment of choice.delta.tool_calls ?? []) {
-        const call = calls.get(fragment.index) ?? { id: '', name: '', args: '' };
-        calls.set(fragment.index, call);
-        if (fragment.id) call.id = fragment.id;
-        if (fragment.function?.name) call.name = fragment.function.name;
-        call.args += fragment.function?.arguments ?? '';
-      }
-      for (const text of [choice.delta.content, choice.delta.refusal]) {
-        if (!text) continue;
-        answered += text;
-        yield { type: 'delta', text };
-        throwIfAborted(signal);
+      for (const chunk of next.value) {
+        if (chunk.usage) {
+          const { prompt_tokens: promptTokens, completion_tokens: completionTokens } = chunk.usage;
+          usage = { promptTokens, completionTokens, totalTokens: promptTokens + completionTokens };
+        }
+        const choice = chunk.choices[0];
+        if (!choice) continue;
+        reason = choice.finish_reason ?? reason;
+        for (const fragment of choice.delta.tool_calls ?? []) {
+          const call = calls.get(fragment.index) ?? { id: '', name: '', args: '' };
+          calls.set(fragment.index, call);
+          if (fragment.id) call.id = fragment.id;
+          if (fragment.function?.name) call.name = fragment.function.name;
+          call.args += fragment.function?.arguments ?? '';
+        }
+        for (const text of [choice.delta.content, choice.delta.refusal]) {
+          if (!text) continue;
+          answered += text;
+          yield { type: 'delta', text };
+          throwIfAborted(signal);
+        }
       }
     }
 

@@ -15,6 +15,7 @@ import {
   usageAttributes,
 } from './agent.telemetry.js';
 import { StoppedTurn } from './stopped-turn.js';
+import { type LinkedSignal, linkSignals } from '../../signals.js';
 
 const UNKNOWN_MODEL: ModelInfo = { provider: 'unknown', model: 'unknown' };
 
@@ -147,7 +148,7 @@ export class ChatTurnService {
    */
   async complete(request: ChatTurnRequest, signal?: AbortSignal): Promise<MessageResponse> {
     const { span, context } = this.#startSpan(request);
-    const turnSignal = this.#untilDeadline(signal);
+    const { signal: turnSignal, release } = this.#untilDeadline(signal);
     try {
       const response = await runToCompletion(this.deps.agent(), agentTurn(request, turnSignal, context));
       endTurnSpan(span, response);
@@ -156,17 +157,23 @@ export class ChatTurnService {
       failSpan(span, error, turnSignal?.aborted === true);
       throw this.#stoppedByShutdown(signal) ?? error;
     } finally {
+      release();
       span.end();
     }
   }
 
-  /** The caller's signal, also aborted at the shutdown's deadline: the one decision to finish a turn or stop it. */
-  #untilDeadline(signal: AbortSignal): AbortSignal;
-  #untilDeadline(signal: AbortSignal | undefined): AbortSignal | undefined;
-  #untilDeadline(signal: AbortSignal | undefined): AbortSignal | undefined {
+  /**
+   * The caller's signal, also aborted at the shutdown's deadline: the one decision to finish a turn or stop it.
+   * Released when the turn ends (the deadline outlives every turn).
+   */
+  #untilDeadline(signal: AbortSignal): LinkedSignal;
+  #untilDeadline(signal: AbortSignal | undefined): { signal: AbortSignal | undefined; release: () => void };
+  #untilDeadline(signal: AbortSignal | undefined): { signal: AbortSignal | undefined; release: () => void } {
     const deadline = this.deps.shutdown?.deadline;
-    if (!deadline) return signal;
-    return signal ? AbortSignal.any([signal, deadline]) : deadline;
+    if (!deadline) return { signal, release: () => undefined };
+    // Never the deadline itself, even without a caller's signal: what the turn hangs on its signal (the graph's own
+    // links, the model call's) must go with the turn, not stay on the service's signal for good.
+    return linkSignals([signal, deadline]);
   }
 
   /** The service-stopping error, when the shutdown's deadline (not the caller) stopped the turn. */
@@ -192,7 +199,7 @@ export class ChatTurnService {
   async *stream(request: ChatTurnRequest, signal: AbortSignal): AsyncGenerator<ChatTurnEvent, void, undefined> {
     yield { type: 'content_start' };
     const { span, context } = this.#startSpan(request);
-    const turnSignal = this.#untilDeadline(signal);
+    const { signal: turnSignal, release } = this.#untilDeadline(signal);
     let finished = false;
     let conversationId = request.conversationId;
     const soFar = new StoppedTurn();
@@ -253,6 +260,7 @@ export class ChatTurnService {
         usage: toUsage(usage),
       };
     } finally {
+      release();
       // Stopped before its end: the client left, or the consumer stopped reading.
       if (!finished) failSpan(span, new Error('cancelled'), true);
       span.end();
