@@ -15,11 +15,11 @@ export interface EventStream {
  * without a write of its own standing between the request and what it asked for.
  */
 export function openEventStream(res: Response): EventStream {
-  res.status(200).set({
-    'Content-Type': 'text/event-stream; charset=utf-8',
-    'Cache-Control': 'no-cache',
-    'X-Accel-Buffering': 'no',
-  });
+  // Node's own setters: express's `set` looks the content type up in its MIME table on every call.
+  res.statusCode = 200;
+  res.setHeader('Content-Type', 'text/event-stream; charset=utf-8');
+  res.setHeader('Cache-Control', 'no-cache');
+  res.setHeader('X-Accel-Buffering', 'no');
   setImmediate(() => {
     if (res.headersSent || res.writableEnded) return;
     res.flushHeaders();

@@ -22,7 +22,6 @@ import {
   toUsage,
 } from '../src/modules/agent/index.js';
 import { subjectOf } from '../src/ports/subjects.js';
-import { linkSignals } from '../src/signals.js';
 import { type ConversationsService, type NewMessage, toChatMessage } from '../src/modules/conversations/index.js';
 import type { Checkpointer } from './checkpointer.js';
 
@@ -143,9 +142,12 @@ class FirstCall {
   readonly #abandon = new AbortController();
 
   constructor(deps: AgentDeps, turn: AgentTurn, request: CompletionRequest) {
-    // Not released: the turn's signal lives no longer than the turn, and its stop must stop the call to its end.
-    const { signal } = linkSignals([turn.signal, this.#abandon.signal]);
-    this.call = new ModelCall(deps, { ...request, signal }, turn.traceContext);
+    // The turn's stop stops the call too, with its reason: one signal for both (every signal made costs the turn
+    // microseconds before its model is asked), following a turn's signal that lives no longer than the turn.
+    const { signal } = turn;
+    if (signal?.aborted) this.#abandon.abort(signal.reason);
+    else signal?.addEventListener('abort', () => this.#abandon.abort(signal.reason), { once: true });
+    this.call = new ModelCall(deps, { ...request, signal: this.#abandon.signal }, turn.traceContext);
   }
 
   /** The call, for the model node of the graph's first step; none after that. */

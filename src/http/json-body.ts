@@ -9,6 +9,12 @@ const JSON_TYPES = ['application/json', 'application/*+json'];
 const PLAIN_JSON = /^application\/json[ \t]*(?:;[ \t]*charset=(?:utf-8|"utf-8")[ \t]*)?$/i;
 const DIGITS = /^\d+$/;
 
+/** Whether the request says its body is plain `application/json` (in UTF-8, if it names a charset). */
+export function isPlainJson(req: IncomingMessage): boolean {
+  const type = req.headers['content-type'];
+  return type !== undefined && PLAIN_JSON.test(type);
+}
+
 /** A body-parser error of the kind `toAppError` renders (`type` names which). */
 const bodyError = (message: string, status: number, type: string) =>
   Object.assign(new Error(message), { status, statusCode: status, expose: true, type });

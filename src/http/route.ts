@@ -3,6 +3,7 @@ import type { z } from 'zod';
 import { CommonErrorCode, type FieldIssue, UnsupportedMediaTypeError, ValidationError } from '../errors.js';
 import type { ErrorArea } from './render-errors.js';
 import type { StaticRoutes } from './static-routes.js';
+import { isPlainJson } from './json-body.js';
 
 /**
  * A route is declared once: its zod schemas validate the request at run time and describe it in the OpenAPI
@@ -187,10 +188,13 @@ export function mountRoutes(
       handlers.push(middleware.authenticate);
     }
     const bodyTypes = route.request?.bodyContentTypes ?? ['application/json'];
+    // Plain JSON, what nearly every request sends, is told without type-is (which parses the media type again).
+    const jsonAccepted = bodyTypes.includes('application/json');
     handlers.push(async (req, res) => {
       // An empty body (Content-Length: 0, as clients send on a bare POST) is no body: it is validated as {}.
       const hasBody = req.headers['transfer-encoding'] !== undefined || Number(req.headers['content-length'] ?? 0) > 0;
-      if (route.request?.body && hasBody && req.is(bodyTypes) === false) {
+      const plainJson = jsonAccepted && isPlainJson(req);
+      if (route.request?.body && hasBody && !plainJson && req.is(bodyTypes) === false) {
         throw new UnsupportedMediaTypeError(`Request body must be ${bodyTypes.join(' or ')}`, {
           code: CommonErrorCode.UnsupportedMediaType,
         });
