@@ -6,18 +6,18 @@ export interface LinkedSignal {
 }
 
 /**
- * A signal aborted as soon as any of `sources` is, with that one's reason: what `AbortSignal.any` answers, through
- * listeners of its own. `AbortSignal.any` tracks its sources with weak references and a finalization registry, which
- * cost some 50 µs per call on the path of every chat turn. `release` matters where a source outlives the signal's use
- * (the service's shutdown signal, which every turn follows): called once the use ends, nothing accumulates there.
+ * Aborts `controller` as soon as any of `sources` aborts, with that one's reason (at once if one already has), and
+ * answers how to stop following them. This is what `AbortSignal.any` does, through listeners of its own:
+ * `AbortSignal.any` tracks its sources with weak references and a finalization registry, which cost some 50 µs per
+ * call on the path of every chat turn. Releasing matters where a source outlives the controller's use (the
+ * service's shutdown signal, which every turn follows): released once the use ends, nothing accumulates there.
  */
-export function linkSignals(sources: (AbortSignal | undefined)[]): LinkedSignal {
-  const controller = new AbortController();
+export function followSignals(controller: AbortController, sources: (AbortSignal | undefined)[]): () => void {
   const present = sources.filter((source): source is AbortSignal => source !== undefined);
   const aborted = present.find((source) => source.aborted);
   if (aborted) {
     controller.abort(aborted.reason);
-    return { signal: controller.signal, release: () => undefined };
+    return () => undefined;
   }
   const listeners = present.map((source) => {
     const onAbort = () => {
@@ -30,5 +30,11 @@ export function linkSignals(sources: (AbortSignal | undefined)[]): LinkedSignal 
   const release = () => {
     for (const { source, onAbort } of listeners) source.removeEventListener('abort', onAbort);
   };
-  return { signal: controller.signal, release };
+  return release;
+}
+
+/** A new signal aborted as soon as any of `sources` is (`followSignals`). */
+export function linkSignals(sources: (AbortSignal | undefined)[]): LinkedSignal {
+  const controller = new AbortController();
+  return { signal: controller.signal, release: followSignals(controller, sources) };
 }

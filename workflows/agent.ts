@@ -22,6 +22,7 @@ import {
   toUsage,
 } from '../src/modules/agent/index.js';
 import { subjectOf } from '../src/ports/subjects.js';
+import { followSignals } from '../src/signals.js';
 import { type ConversationsService, type NewMessage, toChatMessage } from '../src/modules/conversations/index.js';
 import type { Checkpointer } from './checkpointer.js';
 
@@ -143,10 +144,8 @@ class FirstCall {
 
   constructor(deps: AgentDeps, turn: AgentTurn, request: CompletionRequest) {
     // The turn's stop stops the call too, with its reason: one signal for both (every signal made costs the turn
-    // microseconds before its model is asked), following a turn's signal that lives no longer than the turn.
-    const { signal } = turn;
-    if (signal?.aborted) this.#abandon.abort(signal.reason);
-    else signal?.addEventListener('abort', () => this.#abandon.abort(signal.reason), { once: true });
+    // microseconds before its model is asked). Not released: the turn's signal lives no longer than the turn.
+    followSignals(this.#abandon, [turn.signal]);
     this.call = new ModelCall(deps, { ...request, signal: this.#abandon.signal }, turn.traceContext);
   }
 

@@ -16,8 +16,13 @@ export function isPlainJson(req: IncomingMessage): boolean {
 }
 
 /** A body-parser error of the kind `toAppError` renders (`type` names which). */
-const bodyError = (message: string, status: number, type: string) =>
-  Object.assign(new Error(message), { status, statusCode: status, expose: true, type });
+const bodyError = (cause: string | Error, status: number, type: string) =>
+  Object.assign(typeof cause === 'string' ? new Error(cause) : cause, {
+    status,
+    statusCode: status,
+    expose: true,
+    type,
+  });
 
 /**
  * The JSON body parser of every listener: express's (body-parser) with a lane of its own for the requests nearly
@@ -29,18 +34,16 @@ const bodyError = (message: string, status: number, type: string) =>
  * Every other body (another charset, `+json`, compressed, chunked, or longer than the limit) goes to body-parser.
  */
 export function jsonBody(limitBytes: number): RequestHandler {
-  const general = express.json({ limit: limitBytes, type: JSON_TYPES, verify: refuseNulInBody('json') });
   const refuseNul = refuseNulInBody('json');
+  const general = express.json({ limit: limitBytes, type: JSON_TYPES, verify: refuseNul });
   return (req, res, next) => {
     const { headers } = req;
-    const type = headers['content-type'];
     const length = headers['content-length'];
     if (
-      type === undefined ||
       length === undefined ||
       headers['content-encoding'] !== undefined ||
       headers['transfer-encoding'] !== undefined ||
-      !PLAIN_JSON.test(type) ||
+      !isPlainJson(req) ||
       !DIGITS.test(length) ||
       Number(length) > limitBytes ||
       req.readableEnded
@@ -89,7 +92,7 @@ function readBody(req: IncomingMessage, length: number, done: (error: Error | nu
     else settle(null, chunks.length === 1 ? chunks[0]! : Buffer.concat(chunks, received));
   };
   const onAborted = () => settle(bodyError('request aborted', 400, 'request.aborted'));
-  const onError = (error: Error) => settle(Object.assign(error, { status: 400, type: 'request.aborted' }));
+  const onError = (error: Error) => settle(bodyError(error, 400, 'request.aborted'));
   req.on('data', onData);
   req.on('end', onEnd);
   req.on('aborted', onAborted);
@@ -106,11 +109,6 @@ function parseJson(raw: Buffer): unknown {
   try {
     return JSON.parse(text) as unknown;
   } catch (error) {
-    throw Object.assign(error instanceof Error ? error : new Error(String(error)), {
-      status: 400,
-      statusCode: 400,
-      expose: true,
-      type: 'entity.parse.failed',
-    });
+    throw bodyError(error instanceof Error ? error : String(error), 400, 'entity.parse.failed');
   }
 }

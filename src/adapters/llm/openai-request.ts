@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { type HttpPost, headersOf, textOf } from './http-post.js';
 import { loadOpenAiSdk } from './openai-sdk.js';
+import { followSignals } from '../../signals.js';
 
 /** How a chat-completions request is sent: per attempt until its answer starts, and how often again. */
 export interface RequestPolicy {
@@ -78,8 +79,7 @@ class AttemptTimedOut extends Error {}
  */
 async function attemptOnce(send: HttpPost, post: CompletionPost, timeoutMs: number): Promise<IncomingMessage> {
   const controller = new AbortController();
-  if (post.signal.aborted) controller.abort();
-  else post.signal.addEventListener('abort', () => controller.abort(), { once: true });
+  followSignals(controller, [post.signal]);
   let timedOut = false;
   const timer = setTimeout(() => {
     timedOut = true;

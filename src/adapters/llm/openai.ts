@@ -5,6 +5,7 @@ import type {
   ChatCompletionTool,
 } from 'openai/resources/chat/completions';
 import { CommonErrorCode, InternalError, RateLimitError, ServiceUnavailableError } from '../../errors.js';
+import { followSignals } from '../../signals.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../../version.js';
 import { type CircuitBreaker, CircuitOpenError } from '../breaker/breaker.js';
 import { openAiLlmHealthCheck } from './health.js';
@@ -56,9 +57,10 @@ export function isLlmOutage(error: unknown): boolean {
 
 /**
  * A chat model behind any OpenAI-compatible endpoint, spoken to with the official `openai` client's rules and
- * errors (`openai-request.ts`) and its types. Every request streams (`stream_options.include_usage`, so the last chunk carries usage; a server that ignores the option
- * yields usage of zeros). Tools are offered in the function format with `tool_choice: 'auto'`; streamed
- * tool-call fragments are assembled by index and emitted once the stream ends.
+ * errors (`openai-request.ts`) and its types. Every request streams (`stream_options.include_usage`, so the last
+ * chunk carries usage; a server that ignores the option yields usage of zeros). Tools are offered in the function
+ * format with `tool_choice: 'auto'`; streamed tool-call fragments are assembled by index and emitted once the
+ * stream ends.
  *
  * Arguments that are not a JSON object become `{}` instead of failing the turn: the tool then reports its
  * missing arguments back to the model, which can try again, where an error would end the whole conversation
@@ -108,8 +110,8 @@ interface CallFragments {
 }
 
 /**
- * The chunks of a streamed completion, read from its body as it comes, those of each read together. The client's own reader stacks four async
- * generators and builds log lines for every chunk, which the first token waited for. Its rules are kept: `[DONE]`
+ * The chunks of a streamed completion, read from its body as it comes, those of each read together (the client's
+ * own reader stacked four async generators and built log lines for every chunk). Its rules are kept: `[DONE]`
  * ends the answer (what follows is read and ignored, so that the connection stays reusable), and a chunk that
  * carries an `error` is the provider failing mid-answer. A consumer that stops early destroys the response.
  */
@@ -163,8 +165,7 @@ async function* streamOpenAi(
   throwIfAborted(signal);
   // Our own controller stops the request both when the caller aborts and when the stream goes quiet.
   const controller = new AbortController();
-  const onAbort = () => controller.abort();
-  signal?.addEventListener('abort', onAbort, { once: true });
+  const unfollow = followSignals(controller, [signal]);
   let stalled = false;
   let watchdog: NodeJS.Timeout | undefined;
   const calls = new Map<number, CallFragments>();
@@ -249,7 +250,7 @@ async function* streamOpenAi(
     if (signal?.aborted) throw abortError(signal, usedSoFar());
     throw error;
   } finally {
-    signal?.removeEventListener('abort', onAbort);
+    unfollow();
     // Closes the HTTP stream when the consumer stopped early; a no-op once it has ended.
     controller.abort();
   }
