@@ -10,8 +10,11 @@ import { freshDatabase, startService } from '../service.js';
  * Streamed chat, first-token overhead: a loopback OpenAI-compatible server (the tests' fake, streaming SSE chunks,
  * waiting a fixed 20 ms before the first) behind the service (`LLM_PROVIDER=openai`). The time to the first
  * `token` event of `POST /api/playground/chat` with `stream: true`, minus the time to the first content chunk of
- * the same completion asked of the fake directly; p50 of each over sequential turns. Beside it, the same through a
- * bare `node:http` relay pinned where the service runs (`bench/baselines/model-relay.ts`): the machine's floor.
+ * the same completion asked of the fake directly; p50 of each over sequential turns. "The same completion" is the
+ * very request the service just sent (the session's history and the tools it offers, kilobytes that grow with
+ * every turn): what the model takes to read a longer prompt is the model's time, not the service's. Beside it, the
+ * same request through a bare `node:http` relay pinned where the service runs (`bench/baselines/model-relay.ts`):
+ * the machine's floor; and, for comparison with earlier runs, the time a one-message request takes.
  */
 
 const SECTION = 'Streamed chat, time to first token (playground POST /api/playground/chat)';
@@ -82,32 +85,43 @@ export async function chatFirstTokenRows(ctx: Context): Promise<Row[]> {
           JSON.stringify({ session_id: sessionId, message: 'Say hello', stream: true }),
           'event: token',
         );
-      const direct = () =>
+      const oneMessage = JSON.stringify({
+        model: MODEL,
+        stream: true,
+        messages: [{ role: 'user', content: 'Say hello' }],
+      });
+      /** The request the service sent the model last: what the relay and the direct request ask in its turn. */
+      let sent = oneMessage;
+      const serviceTurn = async () => {
+        const ms = await viaService();
+        const last = fake.requests.at(-1)?.body;
+        if (last === undefined) throw new Error('the fake model recorded no request from the service');
+        sent = JSON.stringify(last);
+        return ms;
+      };
+      const direct = (body = sent) =>
         timeToFirst(
           `${fake.url}/chat/completions`,
           { ...JSON_HEADERS, Authorization: 'Bearer sk-bench' },
-          JSON.stringify({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'Say hello' }] }),
+          body,
           '"content":"(fake)',
         );
-      const viaRelay = () =>
-        timeToFirst(
-          `${relay.url}/chat/completions`,
-          JSON_HEADERS,
-          JSON.stringify({ model: MODEL, stream: true, messages: [{ role: 'user', content: 'Say hello' }] }),
-          'event: token',
-        );
+      const viaRelay = () => timeToFirst(`${relay.url}/chat/completions`, JSON_HEADERS, sent, 'event: token');
       const turns = ctx.settings.chatTurns;
       ctx.log(`chat: ${turns} streamed turns through the service, a bare relay and straight to the fake model`);
-      await viaService();
+      await serviceTurn();
       await viaRelay();
       await direct();
+      await direct(oneMessage);
       const ours: number[] = [];
       const relayed: number[] = [];
       const theirs: number[] = [];
+      const short: number[] = [];
       for (let i = 0; i < turns; i++) {
-        ours.push(await viaService());
+        ours.push(await serviceTurn());
         relayed.push(await viaRelay());
         theirs.push(await direct());
+        short.push(await direct(oneMessage));
       }
       const overhead = p50(ours) - p50(theirs);
       const floor = p50(relayed) - p50(theirs);
@@ -115,7 +129,10 @@ export async function chatFirstTokenRows(ctx: Context): Promise<Row[]> {
         {
           ...valueRow(SECTION, name, overhead, 'ms', 3, {
             baseline: p50(theirs),
-            note: `through the service p50 ${p50(ours).toFixed(2)} ms, through a bare relay ${p50(relayed).toFixed(2)} ms, straight to the model p50 ${p50(theirs).toFixed(2)} ms (${turns} turns each); baseline column = direct`,
+            note:
+              `through the service p50 ${p50(ours).toFixed(2)} ms, the same request through a bare relay ` +
+              `${p50(relayed).toFixed(2)} ms, straight to the model p50 ${p50(theirs).toFixed(2)} ms (a one-message ` +
+              `request ${p50(short).toFixed(2)} ms; ${turns} turns each); baseline column = direct`,
           }),
           ratio: null,
         },
