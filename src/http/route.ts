@@ -156,11 +156,42 @@ function send(res: Response, status: number, result: unknown): void {
   if (result instanceof Reply) {
     res.status(result.status).set(result.headers);
     if (result.body === undefined) res.end();
-    else res.json(result.body);
+    else sendJson(res, result.body);
     return;
   }
   if (status === 204 || result === null) res.status(status).end();
-  else res.status(status).json(result);
+  else sendJson(res.status(status), result);
+}
+
+/**
+ * `res.json` for what the routes answer: the same bytes and headers, written without express's `send`, which looked
+ * the media type up in its MIME table, parsed it again to add the charset and ran the freshness check on every
+ * response. A response that carries its own validators (an `ETag` or `Last-Modified`, which may make it a 304) or
+ * its own media type still goes through express.
+ */
+function sendJson(res: Response, body: unknown): void {
+  const text = plainJsonResponse(res) ? (JSON.stringify(body) as string | undefined) : undefined;
+  if (text === undefined) {
+    res.json(body);
+    return;
+  }
+  res.setHeader('Content-Type', 'application/json; charset=utf-8');
+  res.setHeader('Content-Length', Buffer.byteLength(text));
+  res.end(text);
+}
+
+/** Whether express's `send` would add nothing to a JSON body but its type and length (see `sendJson`). */
+function plainJsonResponse(res: Response): boolean {
+  const status = res.statusCode;
+  return (
+    status !== 204 &&
+    status !== 205 &&
+    status !== 304 &&
+    !res.hasHeader('content-type') &&
+    !res.hasHeader('etag') &&
+    !res.hasHeader('last-modified') &&
+    !res.hasHeader('transfer-encoding')
+  );
 }
 
 /** Mounts routes on an express router, validating each request against its route's schemas. */

@@ -63,6 +63,44 @@ export interface ToolDefinition<Shape extends z.ZodRawShape = z.ZodRawShape> {
   handler: (args: z.output<z.ZodObject<Shape>>, context: ToolContext) => Promise<CallToolResult>;
 }
 
+const NO_LOG: ToolContext['log'] = () => Promise.resolve();
+
+/**
+ * What one call's handler receives. A call without a signal of its own (a REST call) gets one only if its tool asks:
+ * most never do, and an abort controller is among the dearer objects of a call.
+ */
+class CallContext implements ToolContext {
+  readonly logger: ToolServices['logger'];
+  readonly authz: ToolServices['authz'];
+  readonly conversations: ToolServices['conversations'];
+  readonly search: ToolServices['search'];
+  readonly chat: ToolServices['chat'];
+  readonly workflows: ToolServices['workflows'];
+  readonly subject: string;
+  readonly log: ToolContext['log'];
+  #signal: AbortSignal | undefined;
+
+  constructor(
+    services: ToolServices,
+    readonly caller: Caller,
+    options: { signal?: AbortSignal; log?: ToolContext['log'] },
+  ) {
+    this.logger = services.logger;
+    this.authz = services.authz;
+    this.conversations = services.conversations;
+    this.search = services.search;
+    this.chat = services.chat;
+    this.workflows = services.workflows;
+    this.subject = subjectOf(caller);
+    this.log = options.log ?? NO_LOG;
+    this.#signal = options.signal;
+  }
+
+  get signal(): AbortSignal {
+    return (this.#signal ??= new AbortController().signal);
+  }
+}
+
 /** Identity function that keeps a tool's argument types tied to its schema. */
 export function defineTool<Shape extends z.ZodRawShape>(tool: ToolDefinition<Shape>): ToolDefinition {
   return tool as unknown as ToolDefinition;
@@ -402,13 +440,7 @@ export class ToolExecutor {
     options: { signal?: AbortSignal; log?: ToolContext['log'] } = {},
   ): Promise<ToolOutcome> {
     const { services, metrics } = this.deps;
-    const context: ToolContext = {
-      ...services,
-      caller,
-      subject: subjectOf(caller),
-      signal: options.signal ?? new AbortController().signal,
-      log: options.log ?? (() => Promise.resolve()),
-    };
+    const context = new CallContext(services, caller, options);
     try {
       const result = withIsError(await tool.handler(args as never, context));
       metrics.toolCalls.inc({ tool: tool.name, status: result.isError ? 'error' : 'success' });
