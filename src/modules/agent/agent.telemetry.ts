@@ -103,27 +103,88 @@ export function turnUsageOf(context: Context): Promise<Usage> {
 }
 
 /**
+ * A span made the first time something needs it, timed from when it was asked for. A turn's span is needed first
+ * by its first model call's span, which is made once the model's request has gone (`inSpan`): the turn's
+ * bookkeeping (ids, attributes, the processors) no longer stands between the caller and the model. Times are
+ * performance timestamps, start and end alike (see `inSpan`).
+ */
+class LaterSpan implements Span {
+  readonly #startTime = performance.now();
+  #span: Span | undefined;
+
+  constructor(private readonly make: (startTime: number) => Span) {}
+
+  get #made(): Span {
+    return (this.#span ??= this.make(this.#startTime));
+  }
+
+  spanContext() {
+    return this.#made.spanContext();
+  }
+  setAttribute(...args: Parameters<Span['setAttribute']>) {
+    this.#made.setAttribute(...args);
+    return this;
+  }
+  setAttributes(...args: Parameters<Span['setAttributes']>) {
+    this.#made.setAttributes(...args);
+    return this;
+  }
+  addEvent(...args: Parameters<Span['addEvent']>) {
+    this.#made.addEvent(...args);
+    return this;
+  }
+  addLink(...args: Parameters<Span['addLink']>) {
+    this.#made.addLink(...args);
+    return this;
+  }
+  addLinks(...args: Parameters<Span['addLinks']>) {
+    this.#made.addLinks(...args);
+    return this;
+  }
+  setStatus(...args: Parameters<Span['setStatus']>) {
+    this.#made.setStatus(...args);
+    return this;
+  }
+  updateName(...args: Parameters<Span['updateName']>) {
+    this.#made.updateName(...args);
+    return this;
+  }
+  end(endTime: Parameters<Span['end']>[0] = performance.now()) {
+    this.#made.end(endTime);
+  }
+  isRecording() {
+    return this.#made.isRecording();
+  }
+  recordException(...args: Parameters<Span['recordException']>) {
+    this.#made.recordException(...args);
+  }
+}
+
+/**
  * Starts a turn's span, a root; its context is the parent of the turn's model and tool spans, and adds up what the
- * model calls under it use (`turnUsageOf`).
+ * model calls under it use (`turnUsageOf`). The span is made when first needed (`LaterSpan`), timed from now.
  */
 export function startTurnSpan(
   tracer: Tracer,
   model: ModelInfo,
   attributes: Attributes = {},
 ): { span: Span; context: Context } {
-  const span = tracer.startSpan(
-    `invoke_agent ${AGENT_NAME}`,
-    {
-      kind: SpanKind.INTERNAL,
-      attributes: {
-        [ATTR_GEN_AI_OPERATION_NAME]: 'invoke_agent',
-        [ATTR_GEN_AI_AGENT_NAME]: AGENT_NAME,
-        [ATTR_GEN_AI_PROVIDER_NAME]: model.provider,
-        [ATTR_GEN_AI_REQUEST_MODEL]: model.model,
-        ...attributes,
+  const span = new LaterSpan((startTime) =>
+    tracer.startSpan(
+      `invoke_agent ${AGENT_NAME}`,
+      {
+        kind: SpanKind.INTERNAL,
+        startTime,
+        attributes: {
+          [ATTR_GEN_AI_OPERATION_NAME]: 'invoke_agent',
+          [ATTR_GEN_AI_AGENT_NAME]: AGENT_NAME,
+          [ATTR_GEN_AI_PROVIDER_NAME]: model.provider,
+          [ATTR_GEN_AI_REQUEST_MODEL]: model.model,
+          ...attributes,
+        },
       },
-    },
-    ROOT_CONTEXT,
+      ROOT_CONTEXT,
+    ),
   );
   return { span, context: trace.setSpan(ROOT_CONTEXT, span).setValue(TURN_USAGE, new TurnUsage()) };
 }
@@ -131,6 +192,11 @@ export function startTurnSpan(
 /**
  * Runs `run` in a span that fails with what it throws (or as cancelled, once `signal` is aborted); `failed` may
  * add to the failed span what the error tells.
+ *
+ * The span is made once `run` has started, timed from before it: a model call's request is on its way before the
+ * span's bookkeeping (ids, attributes, the processors) is done. Node writes a request to its socket in a tick of
+ * its own, queued as the request is made; the span's tick is queued after it, so it runs once the request has gone.
+ * Whatever needs the span sooner (a call that fails at once) makes it then.
  */
 async function inSpan<T>(
   tracer: Tracer,
@@ -142,17 +208,24 @@ async function inSpan<T>(
   signal: AbortSignal | undefined,
   failed?: (span: Span, error: unknown) => void,
 ): Promise<T> {
-  const span = tracer.startSpan(name, options, parent);
+  // A performance timestamp, start and end alike: the SDK times a span given its start by the wall clock's
+  // milliseconds otherwise, and a call shorter than one would end before it began.
+  const startTime = performance.now();
+  let made: Span | undefined;
+  const span = () => (made ??= tracer.startSpan(name, { ...options, startTime }, parent));
+  // Started at once (up to its first await), a throw before that a rejection like any other.
+  const running = (async () => run())();
+  process.nextTick(span);
   try {
-    const result = await run();
-    succeeded(span, result);
+    const result = await running;
+    succeeded(span(), result);
     return result;
   } catch (error) {
-    failed?.(span, error);
-    failSpan(span, error, signal?.aborted === true);
+    failed?.(span(), error);
+    failSpan(span(), error, signal?.aborted === true);
     throw error;
   } finally {
-    span.end();
+    span().end(performance.now());
   }
 }
 

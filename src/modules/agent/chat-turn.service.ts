@@ -233,8 +233,8 @@ export class ChatTurnService {
             break;
           }
           case 'started':
+            // Told to the span as the turn ends: the span is made once the model has been asked.
             conversationId = event.conversationId;
-            span.setAttribute(ATTR_GEN_AI_CONVERSATION_ID, event.conversationId);
             break;
         }
       }
@@ -261,6 +261,7 @@ export class ChatTurnService {
       };
     } finally {
       release();
+      if (conversationId) span.setAttribute(ATTR_GEN_AI_CONVERSATION_ID, conversationId);
       // Stopped before its end: the client left, or the consumer stopped reading.
       if (!finished) failSpan(span, new Error('cancelled'), true);
       span.end();
