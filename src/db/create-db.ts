@@ -3,10 +3,11 @@ import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeSync } from 
 import { dirname } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
 import SQLite from 'better-sqlite3';
-import { Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
+import { type Driver, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import type pg from 'pg';
 import type { DatabaseTarget } from '../config.js';
 import type { Database } from './database.js';
+import { runDirectly } from './prepared.js';
 import { cachingStatements } from './statement-cache.js';
 
 /** Runs each attempt to take a connection (a circuit breaker: it may refuse at once while the server is away). */
@@ -108,6 +109,38 @@ async function withLockFile<T>(path: string, work: () => Promise<T>, timeoutMs =
   }
 }
 
+/**
+ * Kysely's SQLite dialect, counting who holds its one connection or waits for it (a query between its promise steps,
+ * a transaction across its awaits): while none does, a statement may run on the connection directly
+ * (`runDirectly`).
+ */
+class HeldSqliteDialect extends SqliteDialect {
+  held = 0;
+
+  override createDriver(): Driver {
+    const driver = super.createDriver();
+    const acquire = driver.acquireConnection.bind(driver);
+    const release = driver.releaseConnection.bind(driver);
+    driver.acquireConnection = async () => {
+      this.held += 1;
+      try {
+        return await acquire();
+      } catch (error) {
+        this.held -= 1;
+        throw error;
+      }
+    };
+    driver.releaseConnection = async (connection) => {
+      try {
+        await release(connection);
+      } finally {
+        this.held -= 1;
+      }
+    };
+    return driver;
+  }
+}
+
 function openSqlite(filename: string): Db {
   if (filename !== ':memory:') mkdirSync(dirname(filename), { recursive: true });
   const sqlite = new SQLite(filename);
@@ -115,7 +148,18 @@ function openSqlite(filename: string): Db {
   sqlite.pragma('synchronous = NORMAL');
   sqlite.pragma('foreign_keys = ON');
   sqlite.pragma('busy_timeout = 5000');
-  const kysely = new Kysely<Database>({ dialect: new SqliteDialect({ database: cachingStatements(sqlite) }) });
+  const statements = cachingStatements(sqlite);
+  const dialect = new HeldSqliteDialect({ database: statements });
+  const kysely = new Kysely<Database>({ dialect });
+  runDirectly(kysely, {
+    idle: () => dialect.held === 0,
+    run: (text, parameters) => {
+      const statement = statements.prepare(text) as SQLite.Statement;
+      if (statement.reader) return statement.all(...(parameters as unknown[]));
+      statement.run(...(parameters as unknown[]));
+      return [];
+    },
+  });
   return {
     kysely,
     dialect: 'sqlite',

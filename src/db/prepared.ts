@@ -42,7 +42,30 @@ export function prepared<Db, Args extends unknown[], Row>(
     let query = compiled.get(adapter);
     if (!query) compiled.set(adapter, (query = compile(db)));
     const parameters = query.parameters.map((p) => ('arg' in p ? args[p.arg] : p.value));
+    const direct = directRunners.get(db);
+    if (direct?.idle()) return direct.run(query.sql, parameters) as Row[];
     const result = await db.executeQuery(CompiledQuery.raw(query.sql, parameters));
     return result.rows as Row[];
   };
+}
+
+/** Runs a statement on a synchronous connection, when nothing else holds it. */
+export interface DirectRunner {
+  /** Whether no query or transaction of the Kysely handle holds the connection, or waits for it. */
+  idle(): boolean;
+  /** The rows of a reading statement; none for any other. */
+  run(sql: string, parameters: readonly unknown[]): unknown[];
+}
+
+const directRunners = new WeakMap<object, DirectRunner>();
+
+/**
+ * Lets the prepared queries of a Kysely handle over a synchronous connection (SQLite) run there directly while the
+ * connection is idle: Kysely takes the connection through its mutex, its connection provider and its driver, a
+ * handful of promise steps for every statement, where the statement itself is one call. A query made while a
+ * transaction holds the connection (or a query is on its way) waits its turn through Kysely as before; so does every
+ * query of a transaction, whose handle is not this one.
+ */
+export function runDirectly(db: object, runner: DirectRunner): void {
+  directRunners.set(db, runner);
 }

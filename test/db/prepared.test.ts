@@ -2,6 +2,7 @@ import SQLite from 'better-sqlite3';
 import { type Generated, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createDb } from '../../src/db/create-db.js';
 import { prepared } from '../../src/db/prepared.js';
 import { cachingStatements } from '../../src/db/statement-cache.js';
 import { createPostgresDatabase, describeWithService, probePostgres } from '../helpers/services.js';
@@ -107,6 +108,69 @@ describe('a prepared query on SQLite', () => {
     compiled.length = 0;
     for (let i = 0; i < 5; i++) await petsOf(db, `owner-${i}`, i);
     expect(compiled.length).toBeLessThanOrEqual(1);
+  });
+});
+
+describe("a prepared query on the service's SQLite database", () => {
+  const service = createDb({ dialect: 'sqlite', filename: ':memory:' });
+  const db = service.kysely as unknown as Kysely<Db>;
+  const raw = service.raw.dialect === 'sqlite' ? service.raw.database : undefined;
+  /** What ran, in order: statements call `noted` as SQLite runs them. */
+  const order: string[] = [];
+  raw!.function('noted', (what: unknown) => {
+    order.push(String(what));
+    return 1;
+  });
+  const noted = prepared((kysely: Kysely<Db>, owner: string) =>
+    kysely
+      .selectFrom('pets')
+      .select((eb) => ['name', eb.fn<number>('noted', [eb.ref('owner')]).as('seen')])
+      .where('owner', '=', owner),
+  );
+  beforeAll(() => seed(db));
+  afterAll(() => service.destroy());
+
+  behavesLikeTheBuiltQuery(() => db);
+
+  it('runs at once while nothing holds the connection', async () => {
+    order.length = 0;
+    const rows = noted(db, 'bob');
+    order.push('called');
+    expect(await rows).toEqual([{ name: 'tom', seen: 1 }]);
+    expect(order).toEqual(['bob', 'called']);
+  });
+
+  it('waits for a transaction that holds the connection, and never runs inside it', async () => {
+    order.length = 0;
+    let inserted!: () => void;
+    const insertedOnce = new Promise<void>((resolve) => (inserted = resolve));
+    let finish!: () => void;
+    const finishing = new Promise<void>((resolve) => (finish = resolve));
+    const transaction = db
+      .transaction()
+      .execute(async (trx) => {
+        await trx.insertInto('pets').values({ owner: 'erin', name: 'ghost', legs: 4 }).execute();
+        inserted();
+        await finishing;
+        throw new Error('roll back');
+      })
+      .catch(() => order.push('rolled back'));
+    await insertedOnce;
+    const rows = noted(db, 'erin');
+    order.push('called');
+    finish();
+    // Run inside the transaction, it would have seen the row the transaction then rolled back.
+    expect(await rows).toEqual([]);
+    await transaction;
+    expect(order).toEqual(['called', 'rolled back']);
+    expect(await noted(db, 'erin')).toEqual([]);
+  });
+
+  it('fails as a rejection, not a throw, when SQLite refuses the statement', async () => {
+    const missing = prepared((kysely: Kysely<{ nowhere: { id: number } }>) => kysely.selectFrom('nowhere').selectAll());
+    let answer: Promise<unknown> | undefined;
+    expect(() => (answer = missing(db as unknown as Kysely<{ nowhere: { id: number } }>))).not.toThrow();
+    await expect(answer).rejects.toThrow(/no such table: nowhere/);
   });
 });
 
