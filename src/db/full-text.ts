@@ -48,8 +48,16 @@ function splitScientific(word: string): string[] {
   return parts ? [parts[1]!, ...(parts[2]!.match(WORD) ?? []).flatMap(splitScientific)] : [word];
 }
 
+/** Printable ASCII and whitespace, whose words need no normalisation, folding or Unicode classes. */
+const PLAIN = /^[\t\n\r\x20-\x7e]*$/;
+/** `WORD` within plain ASCII, once lower-cased: its letters are a-z, its digits 0-9, and it has no marks. */
+const PLAIN_WORD = /[a-z0-9]+/g;
+
 /** Every word of `text` as both stores index it, in order, repeats kept. */
 function allWords(text: string): string[] {
+  // Most text is plain ASCII, where NFC and the folds change nothing: the same words without them (a search's words
+  // are taken on every call, a message's on every write).
+  if (PLAIN.test(text)) return (text.toLowerCase().match(PLAIN_WORD) ?? []).flatMap(splitScientific);
   const folded = text
     .normalize('NFC')
     .toLowerCase()

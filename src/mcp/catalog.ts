@@ -186,7 +186,8 @@ export async function callTool(
   args: unknown,
   caller: Caller | undefined,
   context: {
-    signal: AbortSignal;
+    /** The request's; a call without one (REST) gets one of its own if its tool asks (see `ToolExecutor.run`). */
+    signal?: AbortSignal;
     log: (level: LogLevel, data: unknown) => Promise<void>;
     onRefusal?: (refusal: ToolRefusal) => void;
     /** The policy point already let this call through (`admitTool`). */
@@ -198,7 +199,7 @@ export async function callTool(
   if (!caller) return UNAUTHENTICATED_RESULT;
   const viewOnly = viewOnlyRefusal(tool, context.apps === true);
   if (viewOnly) return viewOnly;
-  const options = { signal: context.signal, log: context.log };
+  const options = { ...(context.signal && { signal: context.signal }), log: context.log };
   const outcome = context.admitted
     ? await deps.executor.runAdmitted(tool, args, caller, options)
     : await deps.executor.run(tool, args, caller, options);
@@ -462,7 +463,6 @@ export async function callOwnTool(
   if (!parsed.success) return undefined;
   let refusal: ToolRefusal | undefined;
   const result = await callTool(deps, tool, parsed.data, caller, {
-    signal: new AbortController().signal,
     log: () => Promise.resolve(),
     onRefusal: (refused) => (refusal = refused),
   });
