@@ -188,7 +188,8 @@ export async function callTool(
   context: {
     /** The request's; a call without one (REST) gets one of its own if its tool asks (see `ToolExecutor.run`). */
     signal?: AbortSignal;
-    log: (level: LogLevel, data: unknown) => Promise<void>;
+    /** Where the tool's log notifications go; nowhere without one. */
+    log?: (level: LogLevel, data: unknown) => Promise<void>;
     onRefusal?: (refusal: ToolRefusal) => void;
     /** The policy point already let this call through (`admitTool`). */
     admitted?: boolean;
@@ -199,7 +200,7 @@ export async function callTool(
   if (!caller) return UNAUTHENTICATED_RESULT;
   const viewOnly = viewOnlyRefusal(tool, context.apps === true);
   if (viewOnly) return viewOnly;
-  const options = { ...(context.signal && { signal: context.signal }), log: context.log };
+  const options = { ...(context.signal && { signal: context.signal }), ...(context.log && { log: context.log }) };
   const outcome = context.admitted
     ? await deps.executor.runAdmitted(tool, args, caller, options)
     : await deps.executor.run(tool, args, caller, options);
@@ -462,10 +463,7 @@ export async function callOwnTool(
   const parsed = objectSchema(tool.inputSchema).safeParse(args ?? {});
   if (!parsed.success) return undefined;
   let refusal: ToolRefusal | undefined;
-  const result = await callTool(deps, tool, parsed.data, caller, {
-    log: () => Promise.resolve(),
-    onRefusal: (refused) => (refusal = refused),
-  });
+  const result = await callTool(deps, tool, parsed.data, caller, { onRefusal: (refused) => (refusal = refused) });
   return refusal ?? { kind: 'completed', result };
 }
 
@@ -485,5 +483,5 @@ export async function callFromView(
   if (!tool?.ui || !deps.views) return undefined;
   const parsed = objectSchema(tool.inputSchema).safeParse(args ?? {});
   if (!parsed.success) throw new CatalogError(INVALID_PARAMS, `Invalid arguments for ${name}`);
-  return callTool(deps, tool, parsed.data, caller, { ...context, log: () => Promise.resolve(), apps: true });
+  return callTool(deps, tool, parsed.data, caller, { ...context, apps: true });
 }

@@ -518,7 +518,7 @@ function questionRounds(deps: McpServerDeps, modern: ModernDeps) {
         published!.resume(caller, state.workflowId, state.runId, answer, signal)
       );
     const args = { workflow_id: state.workflowId, run_id: state.runId, answer };
-    return callTool(deps, resumeTool!, args, caller, { signal, log: () => Promise.resolve() });
+    return callTool(deps, resumeTool!, args, caller, { signal });
   };
 
   const ask = async (state: RunQuestion, ctx: ServerContext) =>

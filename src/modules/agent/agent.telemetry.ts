@@ -103,10 +103,11 @@ export function turnUsageOf(context: Context): Promise<Usage> {
 }
 
 /**
- * A span made the first time something needs it, timed from when it was asked for. A turn's span is needed first
- * by its first model call's span, which is made once the model's request has gone (`inSpan`): the turn's
- * bookkeeping (ids, attributes, the processors) no longer stands between the caller and the model. Times are
- * performance timestamps, start and end alike (see `inSpan`).
+ * A span made the first time something needs it (or `made` is called), timed from when it was asked for: its
+ * bookkeeping (ids, attributes, the processors) need not stand between the caller and the model. A turn's span is
+ * needed first by its first model call's span, which is made once the model's request has gone (`inSpan`). Start
+ * and end are performance timestamps: the SDK ends a span given its start by the wall clock's milliseconds
+ * otherwise, and a call shorter than one would end before it began.
  */
 class LaterSpan implements Span {
   readonly #startTime = performance.now();
@@ -114,49 +115,50 @@ class LaterSpan implements Span {
 
   constructor(private readonly make: (startTime: number) => Span) {}
 
-  get #made(): Span {
+  /** The span, made now if it was not yet. */
+  made(): Span {
     return (this.#span ??= this.make(this.#startTime));
   }
 
   spanContext() {
-    return this.#made.spanContext();
+    return this.made().spanContext();
   }
   setAttribute(...args: Parameters<Span['setAttribute']>) {
-    this.#made.setAttribute(...args);
+    this.made().setAttribute(...args);
     return this;
   }
   setAttributes(...args: Parameters<Span['setAttributes']>) {
-    this.#made.setAttributes(...args);
+    this.made().setAttributes(...args);
     return this;
   }
   addEvent(...args: Parameters<Span['addEvent']>) {
-    this.#made.addEvent(...args);
+    this.made().addEvent(...args);
     return this;
   }
   addLink(...args: Parameters<Span['addLink']>) {
-    this.#made.addLink(...args);
+    this.made().addLink(...args);
     return this;
   }
   addLinks(...args: Parameters<Span['addLinks']>) {
-    this.#made.addLinks(...args);
+    this.made().addLinks(...args);
     return this;
   }
   setStatus(...args: Parameters<Span['setStatus']>) {
-    this.#made.setStatus(...args);
+    this.made().setStatus(...args);
     return this;
   }
   updateName(...args: Parameters<Span['updateName']>) {
-    this.#made.updateName(...args);
+    this.made().updateName(...args);
     return this;
   }
   end(endTime: Parameters<Span['end']>[0] = performance.now()) {
-    this.#made.end(endTime);
+    this.made().end(endTime);
   }
   isRecording() {
-    return this.#made.isRecording();
+    return this.made().isRecording();
   }
   recordException(...args: Parameters<Span['recordException']>) {
-    this.#made.recordException(...args);
+    this.made().recordException(...args);
   }
 }
 
@@ -208,24 +210,20 @@ async function inSpan<T>(
   signal: AbortSignal | undefined,
   failed?: (span: Span, error: unknown) => void,
 ): Promise<T> {
-  // A performance timestamp, start and end alike: the SDK times a span given its start by the wall clock's
-  // milliseconds otherwise, and a call shorter than one would end before it began.
-  const startTime = performance.now();
-  let made: Span | undefined;
-  const span = () => (made ??= tracer.startSpan(name, { ...options, startTime }, parent));
+  const span = new LaterSpan((startTime) => tracer.startSpan(name, { ...options, startTime }, parent));
   // Started at once (up to its first await), a throw before that a rejection like any other.
   const running = (async () => run())();
-  process.nextTick(span);
+  process.nextTick(() => span.made());
   try {
     const result = await running;
-    succeeded(span(), result);
+    succeeded(span, result);
     return result;
   } catch (error) {
-    failed?.(span(), error);
-    failSpan(span(), error, signal?.aborted === true);
+    failed?.(span, error);
+    failSpan(span, error, signal?.aborted === true);
     throw error;
   } finally {
-    span().end(performance.now());
+    span.end();
   }
 }
 
