@@ -6,16 +6,12 @@ import type { Transport, TransportSendOptions } from '@modelcontextprotocol/sdk/
 import {
   DEFAULT_NEGOTIATED_PROTOCOL_VERSION,
   type JSONRPCMessage,
-  JSONRPCMessageSchema,
   type MessageExtraInfo,
   type RequestId,
   type RequestInfo,
   SUPPORTED_PROTOCOL_VERSIONS,
-  isInitializeRequest,
-  isJSONRPCErrorResponse,
-  isJSONRPCRequest,
-  isJSONRPCResultResponse,
 } from '@modelcontextprotocol/sdk/types.js';
+import { isAnswerMessage, isInitializeMessage, isRequestMessage, parseMessage } from '../src/mcp/messages.js';
 import { flattenHead } from './stream-text.js';
 
 /** The SDK's own bounds: a request body and a batch. */
@@ -191,14 +187,14 @@ export class NodeStreamableHttpTransport implements Transport {
       return this.#refuse(res, 400, -32600, `Invalid Request: Batch must not exceed ${MAX_BATCH} messages`);
     let messages: JSONRPCMessage[];
     try {
-      messages = Array.isArray(raw) ? raw.map((m) => JSONRPCMessageSchema.parse(m)) : [JSONRPCMessageSchema.parse(raw)];
+      messages = Array.isArray(raw) ? raw.map(parseMessage) : [parseMessage(raw)];
     } catch {
       return this.#refuse(res, 400, -32700, 'Parse error: Invalid JSON-RPC message');
     }
     // Closed while the body was read: no session is started on a transport whose streams are gone.
     if (this.#closed) return this.#error(res, 404, -32001, 'Session not found');
 
-    const initialize = messages.find((message) => isInitializeRequest(message));
+    const initialize = messages.find((message) => isInitializeMessage(message));
     if (initialize) {
       if (this.#initialised && this.sessionId !== undefined)
         return this.#refuse(res, 400, -32600, 'Invalid Request: Server already initialized');
@@ -215,7 +211,7 @@ export class NodeStreamableHttpTransport implements Transport {
 
     const requestInfo = new LazyRequestInfo(req.headers, req.url ?? '/');
     const authInfo = req.auth;
-    if (!messages.some(isJSONRPCRequest)) {
+    if (!messages.some(isRequestMessage)) {
       for (const message of messages) this.onmessage?.(message, { authInfo, requestInfo });
       res.writeHead(202).end();
       return;
@@ -226,7 +222,7 @@ export class NodeStreamableHttpTransport implements Transport {
     const connection: Connection = { res, json: this.#options.enableJsonResponse === true, opened: false };
     const exchange: Exchange = { ids: [], answers: new Map() };
     for (const message of messages) {
-      if (!isJSONRPCRequest(message) || exchange.ids.includes(message.id)) continue;
+      if (!isRequestMessage(message) || exchange.ids.includes(message.id)) continue;
       exchange.ids.push(message.id);
       this.#inFlight().streamOf.set(message.id, streamId);
     }
@@ -239,7 +235,7 @@ export class NodeStreamableHttpTransport implements Transport {
       if (resumable) await this.#prime(streamId, connection);
       for (const message of messages) {
         const extra: MessageExtraInfo = { authInfo, requestInfo };
-        if (resumable && isJSONRPCRequest(message)) {
+        if (resumable && isRequestMessage(message)) {
           const id = message.id;
           extra.closeSSEStream = () => this.closeSSEStream(id);
           extra.closeStandaloneSSEStream = () => this.closeStandaloneSSEStream();
@@ -337,7 +333,7 @@ export class NodeStreamableHttpTransport implements Transport {
   async send(message: JSONRPCMessage, options?: TransportSendOptions): Promise<void> {
     // Closed: every stream is gone, and a late answer has nowhere to go.
     if (this.#closed) return;
-    const answer = isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message);
+    const answer = isAnswerMessage(message);
     const requestId = answer ? message.id : options?.relatedRequestId;
     const store = this.#options.eventStore;
 

@@ -1,4 +1,14 @@
-import { type JSONRPCMessage, JSONRPCMessageSchema } from '@modelcontextprotocol/sdk/types.js';
+import {
+  type InitializeRequest,
+  type JSONRPCMessage,
+  JSONRPCMessageSchema,
+  type JSONRPCRequest,
+  type JSONRPCResponse,
+  isInitializeRequest,
+  isJSONRPCErrorResponse,
+  isJSONRPCRequest,
+  isJSONRPCResultResponse,
+} from '@modelcontextprotocol/sdk/types.js';
 
 /**
  * How deep a client's message may nest. The SDK validates what it is given recursively, and fails (a 500, or a
@@ -37,4 +47,77 @@ export function admitMessage(value: unknown): { message: JSONRPCMessage } | { re
   const parsed = JSONRPCMessageSchema.safeParse(value);
   if (!parsed.success) return refuse('Invalid Request: not a JSON-RPC 2.0 request, notification or response');
   return { message: parsed.data };
+}
+
+/*
+ * The SDK's guards (`isJSONRPCRequest` and the like) run a zod schema over the whole message for a yes or no, and
+ * `JSONRPCMessageSchema.parse` copies what it checks: a tenth of a streamable HTTP tool call's time went to them.
+ * The checks below answer the common shapes (a request whose params carry no `_meta`, a result without one) by
+ * looking at a few fields, and ask the SDK's schema about everything else; each says yes only where the schema would.
+ * `test/mcp/message-kinds.test.ts` compares them with the schemas over a few thousand messages.
+ */
+
+type Fields = Record<string, unknown>;
+
+const isObject = (value: unknown): value is Fields =>
+  typeof value === 'object' && value !== null && !Array.isArray(value);
+
+/** An object as `JSON.parse` makes one: its keys are its own, so the schema's copy of it would hold the same. */
+const isPlainObject = (value: unknown): value is Fields =>
+  isObject(value) && Object.getPrototypeOf(value) === Object.prototype;
+
+/** A JSON-RPC id as the SDK's `RequestIdSchema` takes it: a string or a safe integer. */
+const isId = (value: unknown): boolean => typeof value === 'string' || Number.isSafeInteger(value);
+
+/** Whether an object has no enumerable key but these (what a strict zod object allows). */
+function onlyKeys(value: Fields, allowed: ReadonlySet<string>): boolean {
+  for (const key in value) if (!allowed.has(key)) return false;
+  return true;
+}
+
+const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params']);
+const RESULT_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'result']);
+
+/** A request the SDK's `JSONRPCRequestSchema` takes as it is: params, when present, an object without `_meta`. */
+function isPlainRequest(value: unknown): value is JSONRPCRequest {
+  if (!isPlainObject(value) || value.jsonrpc !== '2.0' || !isId(value.id) || typeof value.method !== 'string')
+    return false;
+  const { params } = value;
+  if (params === undefined ? 'params' in value : !isObject(params) || '_meta' in params) return false;
+  return onlyKeys(value, REQUEST_KEYS);
+}
+
+/** A result response the SDK's `JSONRPCResultResponseSchema` takes: its result an object without `_meta`. */
+function isPlainResult(value: unknown): boolean {
+  return (
+    isPlainObject(value) &&
+    value.jsonrpc === '2.0' &&
+    isId(value.id) &&
+    isObject(value.result) &&
+    !('_meta' in value.result) &&
+    onlyKeys(value, RESULT_KEYS)
+  );
+}
+
+/**
+ * A client's message as the SDK's `JSONRPCMessageSchema.parse` answers it (throwing where it throws): a plain
+ * request is its own answer, since the schema's copy of it would hold exactly what it holds.
+ */
+export function parseMessage(value: unknown): JSONRPCMessage {
+  return isPlainRequest(value) ? value : JSONRPCMessageSchema.parse(value);
+}
+
+/** `isJSONRPCRequest`, answering a plain request without the schema. */
+export function isRequestMessage(message: unknown): message is JSONRPCRequest {
+  return isPlainRequest(message) || isJSONRPCRequest(message);
+}
+
+/** Whether a message answers a request: a result or an error response, as the SDK's guards say. */
+export function isAnswerMessage(message: unknown): message is JSONRPCResponse {
+  return isPlainResult(message) || isJSONRPCResultResponse(message) || isJSONRPCErrorResponse(message);
+}
+
+/** `isInitializeRequest`, asked only of a message whose method is `initialize` (the schema's literal). */
+export function isInitializeMessage(message: unknown): message is InitializeRequest {
+  return isObject(message) && message.method === 'initialize' && isInitializeRequest(message);
 }
