@@ -122,6 +122,24 @@ function snippet(content: string, words: string[]): string {
   return `${start > 0 ? '…' : ''}${text}${start + 160 < content.length ? '…' : ''}`;
 }
 
+/**
+ * The SQLite search, one statement whatever the words (they go in as one FTS5 match expression): compiled once,
+ * and run on the connection at once while nothing holds it (`prepared`).
+ */
+const searchSqlite = prepared((db: Kysely<Database>, owner: string, match: string, limit: number) => ({
+  compile: () =>
+    sql<SearchRow>`
+      select m.id, m.conversation_id, m.role, m.content, m.created_at, c.title
+      from messages_search
+      join messages_search_rows r on r.id = messages_search.rowid
+      join messages m on m.id = r.message_id
+      join conversations c on c.id = m.conversation_id
+      where messages_search match ${match}
+        and c.owner = ${owner} and m.role in (${sql.join([...SEARCHED_ROLES])})
+      order by bm25(messages_search), m.created_at desc, m.id
+      limit cast(${limit} as integer)`.compile(db),
+}));
+
 const conversationById = prepared((db: Kysely<Database>, id: string) =>
   db.selectFrom('conversations').selectAll().where('id', '=', id),
 );
@@ -308,14 +326,14 @@ export class ConversationsService {
   async search(owner: string, query: string, limit: number): Promise<SearchHit[]> {
     const words = queryWords(query, MAX_QUERY_WORDS);
     if (!words?.length) return [];
-    const roles = sql.join([...SEARCHED_ROLES]);
-    const { rows } = isPostgres(this.db)
-      ? await sql<SearchRow>`
+    const rows = isPostgres(this.db)
+      ? (
+          await sql<SearchRow>`
           select m.id, m.conversation_id, m.role, m.content, m.created_at, c.title
           from messages m
           join conversations c on c.id = m.conversation_id
           where m.search_vector @@ plainto_tsquery('simple', ${words.join(' ')})
-            and c.owner = ${owner} and m.role in (${roles})
+            and c.owner = ${owner} and m.role in (${sql.join([...SEARCHED_ROLES])})
           order by ts_rank(
             m.search_vector, ${sql.join(
               words.map((word) => sql`plainto_tsquery('simple', ${word})`),
@@ -323,16 +341,8 @@ export class ConversationsService {
             )}, 1
           ) desc, m.created_at desc, m.id
           limit ${limit}`.execute(this.db)
-      : await sql<SearchRow>`
-          select m.id, m.conversation_id, m.role, m.content, m.created_at, c.title
-          from messages_search
-          join messages_search_rows r on r.id = messages_search.rowid
-          join messages m on m.id = r.message_id
-          join conversations c on c.id = m.conversation_id
-          where messages_search match ${ftsMatchExpression(words)}
-            and c.owner = ${owner} and m.role in (${roles})
-          order by bm25(messages_search), m.created_at desc, m.id
-          limit cast(${limit} as integer)`.execute(this.db);
+        ).rows
+      : await searchSqlite(this.db, owner, ftsMatchExpression(words), limit);
     return rows.map((row) => ({
       conversationId: row.conversation_id,
       title: row.title,
