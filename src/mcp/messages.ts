@@ -17,13 +17,16 @@ import {
  */
 export const MAX_MESSAGE_DEPTH = 64;
 
-/** Whether a parsed JSON value nests no deeper than `limit` (counted without recursion). */
+/**
+ * Whether a parsed JSON value nests no deeper than `limit`: no value (an object's or array's own) lies more than
+ * `limit` levels below it. Every message a client sends is checked, so it allocates nothing; it recurses at most
+ * `limit + 2` calls deep, whatever the value holds.
+ */
 export function nestsWithin(value: unknown, limit = MAX_MESSAGE_DEPTH): boolean {
-  let level: unknown[] = [value];
-  for (let depth = 0; level.length > 0; depth++) {
-    if (depth > limit) return false;
-    level = level.flatMap((v): unknown[] => (typeof v === 'object' && v !== null ? Object.values(v) : []));
-  }
+  if (limit < 0) return false;
+  if (typeof value !== 'object' || value === null) return true;
+  for (const key in value)
+    if (Object.hasOwn(value, key) && !nestsWithin((value as Record<string, unknown>)[key], limit - 1)) return false;
   return true;
 }
 

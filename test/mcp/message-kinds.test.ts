@@ -6,7 +6,13 @@ import {
   isJSONRPCResultResponse,
 } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
-import { isAnswerMessage, isInitializeMessage, isRequestMessage, parseMessage } from '../../src/mcp/messages.js';
+import {
+  isAnswerMessage,
+  isInitializeMessage,
+  isRequestMessage,
+  nestsWithin,
+  parseMessage,
+} from '../../src/mcp/messages.js';
 
 /**
  * The transport's quick message checks answer what the SDK's schemas answer, for every message: the common shapes
@@ -111,5 +117,49 @@ describe('quick JSON-RPC message checks', () => {
     expect(parseMessage(request)).toBe(request);
     const withMeta = { ...request, params: { ...request.params, _meta: { progressToken: 'p' } } };
     expect(parseMessage(withMeta)).toEqual(withMeta);
+  });
+});
+
+describe('nestsWithin', () => {
+  /** The rule as first written: level by level, failing once a level past the limit holds anything. */
+  function byLevels(value: unknown, limit: number): boolean {
+    let level: unknown[] = [value];
+    for (let depth = 0; level.length > 0; depth++) {
+      if (depth > limit) return false;
+      level = level.flatMap((v): unknown[] => (typeof v === 'object' && v !== null ? Object.values(v) : []));
+    }
+    return true;
+  }
+
+  /** A random JSON-like value, up to `depth` levels: scalars, empty and full objects and arrays. */
+  function randomValue(depth: number, random: () => number): unknown {
+    const pick = random();
+    if (depth === 0 || pick < 0.25) return [1, 'a', null, true][Math.floor(random() * 4)];
+    const size = Math.floor(random() * 3);
+    const children = Array.from({ length: size }, () => randomValue(depth - 1, random));
+    return pick < 0.6 ? children : Object.fromEntries(children.map((child, i) => [`k${i}`, child]));
+  }
+
+  it('answers as the level-by-level rule over random values and limits', () => {
+    let seed = 42;
+    const random = () => (seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31;
+    let deep = 0;
+    for (let i = 0; i < 3000; i++) {
+      const value = randomValue(8, random);
+      for (const limit of [-1, 0, 1, 2, 3, 5, 8])
+        expect(nestsWithin(value, limit), `${JSON.stringify(value)} within ${limit}`).toBe(byLevels(value, limit));
+      if (!nestsWithin(value, 3)) deep += 1;
+    }
+    expect(deep).toBeGreaterThan(100);
+  });
+
+  it('counts own keys only, and refuses a message nested past the default at once', () => {
+    const inherited = Object.create({ deep: { deeper: {} } }) as object;
+    expect(nestsWithin({ a: inherited }, 1)).toBe(true);
+    let nested: unknown = 1;
+    for (let i = 0; i < 100_000; i++) nested = [nested];
+    expect(nestsWithin(nested)).toBe(false);
+    expect(nestsWithin(JSON.parse(`${'['.repeat(64)}1${']'.repeat(64)}`))).toBe(true);
+    expect(nestsWithin(JSON.parse(`${'['.repeat(65)}1${']'.repeat(65)}`))).toBe(false);
   });
 });
