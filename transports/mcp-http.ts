@@ -1,6 +1,7 @@
 import type { Request, Response } from 'express';
 import { callerOf } from '../src/http/authenticate.js';
 import { authInfoFor } from '../src/mcp/server.js';
+import { REQUEST_KEYS, isPlainObject, onlyKeys } from '../src/mcp/messages.js';
 
 /** The request as the SDKs' transports read it: with its caller's AuthInfo. */
 export const withAuth = (req: Request, extra: { resourceMetadataUrl?: string } = {}) =>
@@ -21,10 +22,6 @@ export function jsonRpcError(
 const FIRST_MODERN_VERSION = '2026-07-28';
 /** The envelope key by which a message claims a revision of that era. */
 const VERSION_CLAIM = 'io.modelcontextprotocol/protocolVersion';
-const MESSAGE_KEYS = new Set(['jsonrpc', 'id', 'method', 'params']);
-
-const isPlainObject = (value: unknown): value is Record<string, unknown> =>
-  typeof value === 'object' && value !== null && Object.getPrototypeOf(value) === Object.prototype;
 
 /**
  * Whether a POST is certainly of the 2025 era, decided without the 2026-07-28 SDK package: a well-formed JSON-RPC
@@ -36,7 +33,7 @@ const isPlainObject = (value: unknown): value is Record<string, unknown> =>
 export function surelyLegacy(protocolVersionHeader: string | undefined, body: unknown): boolean {
   if (protocolVersionHeader !== undefined && protocolVersionHeader.trim() >= FIRST_MODERN_VERSION) return false;
   if (!isPlainObject(body) || body.jsonrpc !== '2.0' || typeof body.method !== 'string') return false;
-  for (const key in body) if (!MESSAGE_KEYS.has(key)) return false;
+  if (!onlyKeys(body, REQUEST_KEYS)) return false;
   const id = body.id;
   if (id !== undefined && typeof id !== 'string' && !Number.isInteger(id)) return false;
   const params = body.params;

@@ -47,6 +47,7 @@ export function admitMessage(value: unknown): { message: JSONRPCMessage } | { re
     refusal: { jsonrpc: '2.0' as const, id: null, error: { code: -32600, message } },
   });
   if (!nestsWithin(value)) return refuse(`Invalid Request: a message may nest at most ${MAX_MESSAGE_DEPTH} deep`);
+  if (isPlainRequest(value)) return { message: value };
   const parsed = JSONRPCMessageSchema.safeParse(value);
   if (!parsed.success) return refuse('Invalid Request: not a JSON-RPC 2.0 request, notification or response');
   return { message: parsed.data };
@@ -65,41 +66,43 @@ type Fields = Record<string, unknown>;
 const isObject = (value: unknown): value is Fields =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
-/** An object as `JSON.parse` makes one: its keys are its own, so the schema's copy of it would hold the same. */
-const isPlainObject = (value: unknown): value is Fields =>
+/** An object as `JSON.parse` makes one: its keys are its own, so a schema's copy of it would hold the same. */
+export const isPlainObject = (value: unknown): value is Fields =>
   isObject(value) && Object.getPrototypeOf(value) === Object.prototype;
 
-/** A JSON-RPC id as the SDK's `RequestIdSchema` takes it: a string or a safe integer. */
-const isId = (value: unknown): boolean => typeof value === 'string' || Number.isSafeInteger(value);
-
 /** Whether an object has no enumerable key but these (what a strict zod object allows). */
-function onlyKeys(value: Fields, allowed: ReadonlySet<string>): boolean {
+export function onlyKeys(value: Fields, allowed: ReadonlySet<string>): boolean {
   for (const key in value) if (!allowed.has(key)) return false;
   return true;
 }
 
-const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params']);
+/** The keys a JSON-RPC request or notification may have (the SDK's schemas are strict). */
+export const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params']);
 const RESULT_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'result']);
+
+/**
+ * A plain object of JSON-RPC 2.0 with an id as the SDK's `RequestIdSchema` takes it (a string or a safe integer) and
+ * no key but `keys`.
+ */
+function isEnvelope(value: unknown, keys: ReadonlySet<string>): value is Fields {
+  return (
+    isPlainObject(value) &&
+    value.jsonrpc === '2.0' &&
+    (typeof value.id === 'string' || Number.isSafeInteger(value.id)) &&
+    onlyKeys(value, keys)
+  );
+}
 
 /** A request the SDK's `JSONRPCRequestSchema` takes as it is: params, when present, an object without `_meta`. */
 function isPlainRequest(value: unknown): value is JSONRPCRequest {
-  if (!isPlainObject(value) || value.jsonrpc !== '2.0' || !isId(value.id) || typeof value.method !== 'string')
-    return false;
+  if (!isEnvelope(value, REQUEST_KEYS) || typeof value.method !== 'string') return false;
   const { params } = value;
-  if (params === undefined ? 'params' in value : !isObject(params) || '_meta' in params) return false;
-  return onlyKeys(value, REQUEST_KEYS);
+  return params === undefined ? !('params' in value) : isObject(params) && !('_meta' in params);
 }
 
 /** A result response the SDK's `JSONRPCResultResponseSchema` takes: its result an object without `_meta`. */
 function isPlainResult(value: unknown): boolean {
-  return (
-    isPlainObject(value) &&
-    value.jsonrpc === '2.0' &&
-    isId(value.id) &&
-    isObject(value.result) &&
-    !('_meta' in value.result) &&
-    onlyKeys(value, RESULT_KEYS)
-  );
+  return isEnvelope(value, RESULT_KEYS) && isObject(value.result) && !('_meta' in value.result);
 }
 
 /**

@@ -7,6 +7,7 @@ import {
 } from '@modelcontextprotocol/sdk/types.js';
 import { describe, expect, it } from 'vitest';
 import {
+  admitMessage,
   isAnswerMessage,
   isInitializeMessage,
   isRequestMessage,
@@ -100,7 +101,13 @@ describe('quick JSON-RPC message checks', () => {
   });
 
   it('takes or refuses every message as JSONRPCMessageSchema does, with the same content', () => {
-    for (const message of messages) expect(quick(message), JSON.stringify(message)).toEqual(parsed(message));
+    for (const message of messages) {
+      expect(quick(message), JSON.stringify(message)).toEqual(parsed(message));
+      const admitted = admitMessage(message);
+      expect('message' in admitted ? { ok: admitted.message } : { refused: true }, JSON.stringify(message)).toEqual(
+        parsed(message),
+      );
+    }
   });
 
   it('tells requests, answers and initialization as the SDK guards do', () => {
