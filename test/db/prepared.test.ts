@@ -1,8 +1,7 @@
 import SQLite from 'better-sqlite3';
-import { type Generated, Kysely, PostgresDialect, SqliteDialect, sql } from 'kysely';
-import pg from 'pg';
+import { type Generated, Kysely, SqliteDialect, sql } from 'kysely';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { createDb } from '../../src/db/create-db.js';
+import { type Db as ServiceDb, createDb } from '../../src/db/create-db.js';
 import { prepared } from '../../src/db/prepared.js';
 import { cachingStatements } from '../../src/db/statement-cache.js';
 import { createPostgresDatabase, describeWithService, probePostgres } from '../helpers/services.js';
@@ -175,19 +174,20 @@ describe("a prepared query on the service's SQLite database", () => {
 });
 
 const postgres = await probePostgres();
-describeWithService('a prepared query on PostgreSQL', postgres, () => {
+describeWithService("a prepared query on the service's PostgreSQL database", postgres, () => {
+  let service: ServiceDb;
   let db: Kysely<Db>;
   let drop: () => Promise<void>;
   beforeAll(async () => {
     const database = await createPostgresDatabase();
     drop = database.drop;
-    db = new Kysely<Db>({
-      dialect: new PostgresDialect({ pool: new pg.Pool({ connectionString: database.url, max: 2 }) }),
-    });
+    // The service's own pool: a connection the dropped database's server ends is an error it handles.
+    service = createDb({ dialect: 'postgres', connectionString: database.url });
+    db = service.kysely as unknown as Kysely<Db>;
     await seed(db);
   });
   afterAll(async () => {
-    await db.destroy();
+    await service.destroy();
     await drop();
   });
 
