@@ -18,7 +18,7 @@ export interface ModernHttpOptions {
 /**
  * The 2026-07-28 revision on `POST /mcp`: stateless, each request answered by a server lent for it, through the
  * SDK's `createMcpHandler`. This module, and the SDK package under it, is loaded on the first request that may be of
- * the revision (see `surelyLegacy`), so an instance that serves only 2025-era clients never holds them.
+ * the revision (see `surelyLegacy` in `src/mcp/messages.ts`), so an instance that serves only 2025-era clients never holds them.
  */
 export class ModernHttp {
   readonly #handler: McpHttpHandler;

@@ -67,17 +67,17 @@ const isObject = (value: unknown): value is Fields =>
   typeof value === 'object' && value !== null && !Array.isArray(value);
 
 /** An object as `JSON.parse` makes one: its keys are its own, so a schema's copy of it would hold the same. */
-export const isPlainObject = (value: unknown): value is Fields =>
+const isPlainObject = (value: unknown): value is Fields =>
   isObject(value) && Object.getPrototypeOf(value) === Object.prototype;
 
 /** Whether an object has no enumerable key but these (what a strict zod object allows). */
-export function onlyKeys(value: Fields, allowed: ReadonlySet<string>): boolean {
+function onlyKeys(value: Fields, allowed: ReadonlySet<string>): boolean {
   for (const key in value) if (!allowed.has(key)) return false;
   return true;
 }
 
 /** The keys a JSON-RPC request or notification may have (the SDK's schemas are strict). */
-export const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params']);
+const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params']);
 const RESULT_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'result']);
 
 /**
@@ -126,4 +126,32 @@ export function isAnswerMessage(message: unknown): message is JSONRPCResponse {
 /** `isInitializeRequest`, asked only of a message whose method is `initialize` (the schema's literal). */
 export function isInitializeMessage(message: unknown): message is InitializeRequest {
   return isObject(message) && message.method === 'initialize' && isInitializeRequest(message);
+}
+
+/** The first revision of the 2026-07-28 era; versions compare as strings (`YYYY-MM-DD`). */
+const FIRST_MODERN_VERSION = '2026-07-28';
+/** The envelope key by which a message claims a revision of that era. */
+const VERSION_CLAIM = 'io.modelcontextprotocol/protocolVersion';
+
+/**
+ * Whether a POST is certainly of the 2025 era, decided without the 2026-07-28 SDK package: a well-formed JSON-RPC
+ * request or notification that claims no revision in its envelope, sent without a header naming a 2026-07-28 one.
+ * The SDK's own classifier (`classifyInboundRequest`) routes every such message to the 2025 era; anything else (a
+ * claim, a modern header, a batch, a response, a malformed message) is left to that classifier, loaded when first
+ * needed, so that the two always agree.
+ */
+export function surelyLegacy(protocolVersionHeader: string | undefined, body: unknown): boolean {
+  if (protocolVersionHeader !== undefined && protocolVersionHeader.trim() >= FIRST_MODERN_VERSION) return false;
+  if (!isPlainObject(body) || body.jsonrpc !== '2.0' || typeof body.method !== 'string') return false;
+  if (!onlyKeys(body, REQUEST_KEYS)) return false;
+  const id = body.id;
+  if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id)) return false;
+  const params = body.params;
+  if (params === undefined) return true;
+  if (!isPlainObject(params)) return false;
+  const meta = params._meta;
+  if (meta === undefined) return true;
+  if (!isPlainObject(meta) || VERSION_CLAIM in meta) return false;
+  // Keys the SDK's message schema types: when present, its classifier checks them.
+  return meta.progressToken === undefined && !('io.modelcontextprotocol/related-task' in meta);
 }

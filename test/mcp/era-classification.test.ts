@@ -1,6 +1,6 @@
 import { classifyInboundRequest } from '@modelcontextprotocol/server';
 import { describe, expect, it } from 'vitest';
-import { surelyLegacy } from '../../transports/mcp-http.js';
+import { surelyLegacy } from '../../src/mcp/messages.js';
 
 /**
  * `POST /mcp` tells the common 2025-era message apart without loading the 2026-07-28 SDK package. Whenever it says
@@ -55,6 +55,7 @@ const otherMessages: Array<[string, unknown, string?]> = [
   ['extra key', { jsonrpc: '2.0', id: 1, method: 'tools/list', extra: true }],
   ['null id', { jsonrpc: '2.0', id: null, method: 'tools/list' }],
   ['fractional id', { jsonrpc: '2.0', id: 1.5, method: 'tools/list' }],
+  ['id beyond the safe integers', { jsonrpc: '2.0', id: 2 ** 53, method: 'tools/list' }],
   ['params an array', { jsonrpc: '2.0', id: 1, method: 'tools/list', params: [] }],
   ['_meta an array', { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: [] } }],
   ['bad progress token', { jsonrpc: '2.0', id: 1, method: 'tools/list', params: { _meta: { progressToken: {} } } }],
@@ -76,7 +77,7 @@ describe('telling 2025-era messages apart without the 2026-07-28 package', () =>
   });
 
   it('never says legacy where the SDK does not, over many shapes of message', () => {
-    const ids = [undefined, 1, 'x', null, 1.5];
+    const ids = [undefined, 1, -1, 'x', null, 1.5, 2 ** 53, -(2 ** 60)];
     const params = [
       undefined,
       {},
