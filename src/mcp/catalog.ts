@@ -3,6 +3,7 @@ import { z } from 'zod';
 import { CommonErrorCode, InternalError, UnauthorizedError, toAppError } from '../errors.js';
 import { type Caller, CallerErrorCode } from '../ports/caller.js';
 import { subjectOf } from '../ports/subjects.js';
+import type { PublishedWorkflows } from '../ports/published-workflows.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
 import { SERVICE_NAME, SERVICE_VERSION } from '../version.js';
 import {
@@ -16,7 +17,7 @@ import {
   isAppOnly,
 } from './apps.js';
 import type { McpPolicy } from './policy.js';
-import { type PublishedWorkflows, describePublished } from './published.js';
+import { describePublished } from './published.js';
 import { listGatewayTools } from './connected.js';
 import { type LogLevel, type ToolDefinition, type ToolExecutor, objectSchema, refusalResult } from './tools.js';
 import type { ToolOutcome, ToolRefusal } from './tools.js';

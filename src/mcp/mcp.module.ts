@@ -9,12 +9,12 @@ import { type Caller, principalSubject } from '../ports/caller.js';
 import type { ConnectedTools } from '../ports/connected-tools.js';
 import type { HealthCheck } from '../ports/health.js';
 import { userObject } from '../ports/subjects.js';
+import type { PublishedWorkflows } from '../ports/published-workflows.js';
 import type { AppViews } from './apps.js';
 import { conversationUri } from './catalog.js';
 import { McpCore } from './core.js';
 import { createMcpMetrics } from './metrics.js';
 import type { McpPolicy } from './policy.js';
-import type { PublishedWorkflows } from './published.js';
 import { McpTasks } from './tasks.js';
 import { type ToolDefinition, ToolExecutor, type ToolServices } from './tools.js';
 

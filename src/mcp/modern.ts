@@ -21,6 +21,7 @@ import {
 } from '@modelcontextprotocol/server';
 import { z } from 'zod';
 import type { Caller } from '../ports/caller.js';
+import type { PublishedWorkflow } from '../ports/published-workflows.js';
 import {
   CONVERSATION_RESOURCE,
   CatalogError,
@@ -44,14 +45,7 @@ import {
 import { VIEW_META } from './apps.js';
 import { callGatewayTool } from './connected.js';
 import { missingScope } from './policy.js';
-import {
-  PUBLISHED_ANNOTATIONS,
-  PUBLISHED_INPUT,
-  type PublishedWorkflow,
-  callPublished,
-  publishedRefusal,
-  waitingRun,
-} from './published.js';
+import { PUBLISHED_ANNOTATIONS, PUBLISHED_INPUT, callPublished, publishedRefusal, waitingRun } from './published.js';
 import { type McpTasks, type TaskView, questionRequest, readAnswer } from './tasks.js';
 import type { ToolDefinition } from './tools.js';
 

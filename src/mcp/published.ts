@@ -2,41 +2,8 @@ import type { McpServer, RegisteredTool } from '@modelcontextprotocol/sdk/server
 import type { CallToolResult, Tool } from '@modelcontextprotocol/sdk/types.js';
 import { z } from 'zod';
 import type { Caller } from '../ports/caller.js';
+import type { PublishedWorkflow, PublishedWorkflows } from '../ports/published-workflows.js';
 import { RUN_VIEW_URI, WORKFLOW_ID_META_KEY } from './apps.js';
-
-/** A workflow offered as an MCP tool of its own. */
-export interface PublishedWorkflow {
-  workflowId: string;
-  toolName: string;
-  title: string;
-  description: string;
-}
-
-export type PublishedChange =
-  { kind: 'published'; workflow: PublishedWorkflow } | { kind: 'unpublished'; toolName: string };
-
-/**
- * The builder's published workflows, as the MCP core needs them: what is published now, who may run which, and a
- * run as a tool result. Changes are heard so that every open server offers a workflow from the moment it is
- * published, and no longer once it is not.
- */
-export interface PublishedWorkflows {
-  list(): PublishedWorkflow[];
-  /** The ids of the workflows the caller may run. */
-  runnableBy(caller: Caller): Promise<ReadonlySet<string>>;
-  run(caller: Caller, workflowId: string, input: string, signal: AbortSignal): Promise<CallToolResult>;
-  /** Answers the question a waiting run asks, and runs it on to its end or its next question. */
-  resume(
-    caller: Caller,
-    workflowId: string,
-    runId: string,
-    answer: string,
-    signal: AbortSignal,
-  ): Promise<CallToolResult>;
-  /** Stops a waiting run for good (its question will not be answered). */
-  cancel(caller: Caller, workflowId: string, runId: string): Promise<void>;
-  subscribe(listener: (change: PublishedChange) => void): () => void;
-}
 
 /** A run that stopped at a human node, as a workflow tool's result shows it. */
 export interface WaitingRun {

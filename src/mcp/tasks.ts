@@ -9,8 +9,9 @@ import type { Logger } from '../logger.js';
 import type { Caller } from '../ports/caller.js';
 import type { ExportedMcpTask } from '../ports/data-export.js';
 import { subjectOf } from '../ports/subjects.js';
+import type { PublishedWorkflows } from '../ports/published-workflows.js';
 import { CatalogError, INTERNAL_ERROR, INVALID_PARAMS } from './catalog.js';
-import { type PublishedWorkflows, type WaitingRun, waitingRun } from './published.js';
+import { type WaitingRun, waitingRun } from './published.js';
 import type { McpTasksTable, TaskStatus } from './tasks.tables.js';
 import { HUMAN_ANSWER_MAX_LENGTH, HumanAnswer } from '../../workflows/runtime.js';
 

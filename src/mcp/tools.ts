@@ -17,9 +17,10 @@ import {
   type ToolNeeds,
 } from '../ports/connected-tools.js';
 import { subjectOf } from '../ports/subjects.js';
+import type { PublishedWorkflows } from '../ports/published-workflows.js';
 import type { ConversationsService } from '../modules/conversations/index.js';
 import { type ToolUi, isAppOnly } from './apps.js';
-import { PUBLISHED_INPUT, type PublishedWorkflows, callPublished } from './published.js';
+import { PUBLISHED_INPUT, callPublished } from './published.js';
 import type { McpMetrics } from './metrics.js';
 import type { McpPolicy } from './policy.js';
 

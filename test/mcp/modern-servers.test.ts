@@ -9,7 +9,7 @@ import { McpCore } from '../../src/mcp/core.js';
 import { createMcpMetrics } from '../../src/mcp/metrics.js';
 import { callerOfAuthInfo } from '../../src/mcp/modern.js';
 import { McpPolicy, toolObject } from '../../src/mcp/policy.js';
-import type { PublishedChange, PublishedWorkflow, PublishedWorkflows } from '../../src/mcp/published.js';
+import type { PublishedChange, PublishedWorkflow, PublishedWorkflows } from '../../src/ports/published-workflows.js';
 import { authInfoFor } from '../../src/mcp/server.js';
 import { type ToolDefinition, ToolExecutor, type ToolServices, defineTool, textResult } from '../../src/mcp/tools.js';
 import type { ConversationsService } from '../../src/modules/conversations/index.js';

@@ -5,7 +5,7 @@ import type { AuthzService } from '../../adapters/authz/port.js';
 import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { Logger } from '../../logger.js';
 import type { Database } from '../../db/database.js';
-import type { PublishedChange, PublishedWorkflow, PublishedWorkflows } from '../../mcp/published.js';
+import type { PublishedChange, PublishedWorkflow, PublishedWorkflows } from '../../ports/published-workflows.js';
 import type { Caller } from '../../ports/caller.js';
 import { subjectOf } from '../../ports/subjects.js';
 import type { Workflow } from '../../../workflows/schema.js';
