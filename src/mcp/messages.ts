@@ -2,6 +2,7 @@ import {
   type InitializeRequest,
   type JSONRPCMessage,
   JSONRPCMessageSchema,
+  RELATED_TASK_META_KEY,
   type JSONRPCRequest,
   type JSONRPCResponse,
   isInitializeRequest,
@@ -80,29 +81,31 @@ function onlyKeys(value: Fields, allowed: ReadonlySet<string>): boolean {
 const REQUEST_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'method', 'params']);
 const RESULT_KEYS: ReadonlySet<string> = new Set(['jsonrpc', 'id', 'result']);
 
-/**
- * A plain object of JSON-RPC 2.0 with an id as the SDK's `RequestIdSchema` takes it (a string or a safe integer) and
- * no key but `keys`.
- */
-function isEnvelope(value: unknown, keys: ReadonlySet<string>): value is Fields {
+/** A JSON-RPC id as the SDK's `RequestIdSchema` takes it: a string or a safe integer. */
+const isId = (value: unknown): boolean => typeof value === 'string' || Number.isSafeInteger(value);
+
+/** A plain object of JSON-RPC 2.0 with no key but `keys`. */
+function isJsonRpc(value: unknown, keys: ReadonlySet<string>): value is Fields {
+  return isPlainObject(value) && value.jsonrpc === '2.0' && onlyKeys(value, keys);
+}
+
+/** A request or a notification as the SDK's schemas shape one: a method, and an id they take when there is one. */
+function isCall(value: unknown): value is Fields {
   return (
-    isPlainObject(value) &&
-    value.jsonrpc === '2.0' &&
-    (typeof value.id === 'string' || Number.isSafeInteger(value.id)) &&
-    onlyKeys(value, keys)
+    isJsonRpc(value, REQUEST_KEYS) && typeof value.method === 'string' && (value.id === undefined || isId(value.id))
   );
 }
 
 /** A request the SDK's `JSONRPCRequestSchema` takes as it is: params, when present, an object without `_meta`. */
 function isPlainRequest(value: unknown): value is JSONRPCRequest {
-  if (!isEnvelope(value, REQUEST_KEYS) || typeof value.method !== 'string') return false;
+  if (!isCall(value) || value.id === undefined) return false;
   const { params } = value;
   return params === undefined ? !('params' in value) : isObject(params) && !('_meta' in params);
 }
 
 /** A result response the SDK's `JSONRPCResultResponseSchema` takes: its result an object without `_meta`. */
 function isPlainResult(value: unknown): boolean {
-  return isEnvelope(value, RESULT_KEYS) && isObject(value.result) && !('_meta' in value.result);
+  return isJsonRpc(value, RESULT_KEYS) && isId(value.id) && isObject(value.result) && !('_meta' in value.result);
 }
 
 /**
@@ -142,10 +145,7 @@ const VERSION_CLAIM = 'io.modelcontextprotocol/protocolVersion';
  */
 export function surelyLegacy(protocolVersionHeader: string | undefined, body: unknown): boolean {
   if (protocolVersionHeader !== undefined && protocolVersionHeader.trim() >= FIRST_MODERN_VERSION) return false;
-  if (!isPlainObject(body) || body.jsonrpc !== '2.0' || typeof body.method !== 'string') return false;
-  if (!onlyKeys(body, REQUEST_KEYS)) return false;
-  const id = body.id;
-  if (id !== undefined && typeof id !== 'string' && !Number.isSafeInteger(id)) return false;
+  if (!isCall(body)) return false;
   const params = body.params;
   if (params === undefined) return true;
   if (!isPlainObject(params)) return false;
@@ -153,5 +153,5 @@ export function surelyLegacy(protocolVersionHeader: string | undefined, body: un
   if (meta === undefined) return true;
   if (!isPlainObject(meta) || VERSION_CLAIM in meta) return false;
   // Keys the SDK's message schema types: when present, its classifier checks them.
-  return meta.progressToken === undefined && !('io.modelcontextprotocol/related-task' in meta);
+  return meta.progressToken === undefined && !(RELATED_TASK_META_KEY in meta);
 }
