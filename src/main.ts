@@ -2,17 +2,16 @@
 // Password hashing and token verification share libuv's thread pool; with its default of four threads a few
 // concurrent logins stall every request's JWT check. The pool starts on first use, so this still takes effect.
 process.env.UV_THREADPOOL_SIZE ??= '8';
-import { type App, buildApp } from './app.js';
+// Each command loads what it runs: the service itself (about a second of module evaluation) only for `serve` and
+// `stdio`, the database for `migrate`, the users and keys for their commands; `help`, `config` and a mistyped
+// command answer at once.
+import type { App } from './app.js';
 import { type Config, ConfigError, loadConfig } from './config.js';
-import { createDb } from './db/create-db.js';
-import { migrateDown, migrateToLatest } from './db/migrate.js';
-import { UsageError, keysCommand, usersCommand } from './cli/admin.js';
 import { UnauthorizedError } from './errors.js';
 import { createLogger } from './logger.js';
 import { currentRequest } from './http/request-context.js';
 import { installProcessGuards } from './process-guards.js';
 import { type Caller, CallerErrorCode, userCaller } from './ports/caller.js';
-import { serveStdio } from '../transports/stdio.js';
 import { SERVICE_NAME, SERVICE_VERSION } from './version.js';
 
 /** How long idle keep-alive connections may still bring a request once a signal starts shutdown. */
@@ -41,6 +40,7 @@ function fail(message: string, code: number): never {
 }
 
 async function serve(config: Config): Promise<void> {
+  const { buildApp } = await import('./app.js');
   const app: App = buildApp(config);
   let stopping = false;
   /** Drains and exits with `code`; a second call (a second signal) exits at once. */
@@ -105,6 +105,7 @@ export async function stdioCaller(app: App): Promise<Caller> {
 
 /** MCP on stdin/stdout for desktop clients: no listeners, logs on stderr, exit 0 when the client hangs up. */
 async function stdio(config: Config): Promise<void> {
+  const [{ buildApp }, { serveStdio }] = await Promise.all([import('./app.js'), import('../transports/stdio.js')]);
   const logger = createLogger({ level: config.logLevel, destination: 'stderr' });
   const app = buildApp(config, { logger });
   const stop = () => void app.close().then(() => process.exit(EXIT.ok));
@@ -123,6 +124,10 @@ async function stdio(config: Config): Promise<void> {
 }
 
 async function migrate(config: Config, down: boolean): Promise<void> {
+  const [{ createDb }, { migrateDown, migrateToLatest }] = await Promise.all([
+    import('./db/create-db.js'),
+    import('./db/migrate.js'),
+  ]);
   const db = createDb(config.database);
   try {
     const { applied, current } = down ? await migrateDown(db) : await migrateToLatest(db);
@@ -164,6 +169,18 @@ async function readStdin(): Promise<string> {
   return Buffer.concat(chunks).toString('utf8');
 }
 
+/** `users …` and `keys …`: local administration on the database, without the service. */
+async function administer(command: 'users' | 'keys', config: Config, argv: string[]): Promise<void> {
+  const { UsageError, keysCommand, usersCommand } = await import('./cli/admin.js');
+  const io = { out: (line: string) => process.stdout.write(`${line}\n`), readStdin };
+  try {
+    await (command === 'users' ? usersCommand : keysCommand)(config, argv, io);
+  } catch (err) {
+    if (err instanceof UsageError) fail(err.message, EXIT.usage);
+    throw err;
+  }
+}
+
 async function main(argv: string[]): Promise<void> {
   const [command = 'serve', ...rest] = argv;
   if (command === 'help' || command === '--help' || command === '-h') {
@@ -187,16 +204,13 @@ async function main(argv: string[]): Promise<void> {
     if (err instanceof ConfigError) fail(err.message, EXIT.config);
     throw err;
   }
-  const io = { out: (line: string) => process.stdout.write(`${line}\n`), readStdin };
   try {
     if (command === 'serve') await serve(config);
     else if (command === 'stdio') await stdio(config);
     else if (command === 'migrate') await migrate(config, rest.includes('--down'));
-    else if (command === 'users') await usersCommand(config, rest, io);
-    else if (command === 'keys') await keysCommand(config, rest, io);
+    else if (command === 'users' || command === 'keys') await administer(command, config, rest);
     else printConfig(config);
   } catch (err) {
-    if (err instanceof UsageError) fail(err.message, EXIT.usage);
     if (err instanceof ConfigError) fail(err.message, EXIT.config);
     throw err;
   }
