@@ -13,7 +13,7 @@ const model = authorizationModel();
 for (const dialect of DIALECTS) {
   describeWithService(`embedded evaluator on ${dialect.name}`, dialect.availability, () => {
     const subject = (wrap: (authz: AuthzService) => AuthzService) => async () => {
-      const database = await dialect.create();
+      const database = await dialect.createMigrated();
       const db = createDb(database.target);
       await migrateToLatest(db);
       return {

@@ -319,7 +319,7 @@ describeWithService('erasure with the session store and counters in Redis', awai
 const postgres = DIALECTS.find((d) => d.name === 'postgres')!;
 describeWithService('erasure on PostgreSQL', postgres.availability, () => {
   it('leaves nothing of the user in any table, checkpoints included', async () => {
-    const database = await postgres.create();
+    const database = await postgres.createMigrated();
     cleanups.push(database.cleanup);
     const app = await start({ DATABASE_URL: database.url });
     const footprint = await leaveFootprint(app);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import type { DatabaseTarget } from '../../src/config.js';
 import { type Db, createDb } from '../../src/db/create-db.js';
-import { type Availability, createPostgresDatabase, probePostgres } from './services.js';
+import { type Availability, postgresDatabaseName, probePostgres } from './services.js';
 
 /** A database to run a suite against, created fresh and removed afterwards. */
 export interface TestDatabase {
@@ -16,30 +16,44 @@ export interface TestDatabase {
 export interface Dialect {
   name: 'sqlite' | 'postgres';
   availability: Availability;
+  /** An empty database. */
   create: () => Promise<TestDatabase>;
+  /**
+   * A database that may already hold the schema (a copy of the run's migrated template, on PostgreSQL), for a
+   * suite that migrates it, or starts the service on it, before anything else: what it then applies is nothing.
+   */
+  createMigrated: () => Promise<TestDatabase>;
 }
+
+const sqliteDatabase = (): Promise<TestDatabase> => {
+  // A file, not :memory:, so the suite also covers WAL and reopening.
+  const filename = join(mkdtempSync(join(tmpdir(), 'agent-db-')), 'agent.db');
+  return Promise.resolve({
+    target: { dialect: 'sqlite', filename },
+    url: `sqlite:${filename}`,
+    cleanup: () => Promise.resolve(),
+  });
+};
 
 const sqlite: Dialect = {
   name: 'sqlite',
   availability: { available: true, reason: '' },
-  create: () => {
-    // A file, not :memory:, so the suite also covers WAL and reopening.
-    const filename = join(mkdtempSync(join(tmpdir(), 'agent-db-')), 'agent.db');
-    return Promise.resolve({
-      target: { dialect: 'sqlite', filename },
-      url: `sqlite:${filename}`,
-      cleanup: () => Promise.resolve(),
-    });
-  },
+  create: sqliteDatabase,
+  // Migrating a SQLite file is quick: the suite's own migration does it.
+  createMigrated: sqliteDatabase,
 };
+
+async function postgresDatabase(migrated: boolean): Promise<TestDatabase> {
+  const database = postgresDatabaseName({ migrated });
+  await database.create();
+  return { target: { dialect: 'postgres', connectionString: database.url }, url: database.url, cleanup: database.drop };
+}
 
 const postgres: Dialect = {
   name: 'postgres',
   availability: await probePostgres(),
-  create: async () => {
-    const { url, drop } = await createPostgresDatabase();
-    return { target: { dialect: 'postgres', connectionString: url }, url, cleanup: drop };
-  },
+  create: () => postgresDatabase(false),
+  createMigrated: () => postgresDatabase(true),
 };
 
 /** Every dialect the store must work on; store suites run once per entry. */

@@ -96,7 +96,7 @@ export function postgresDatabaseName(options: { migrated?: boolean } = {}): {
   const name = `agent_test_${randomBytes(6).toString('hex')}`;
   const url = new URL(POSTGRES_URL);
   url.pathname = `/${name}`;
-  // `migrated`: a copy of the suite's migrated template when there is one (TEST_DATABASE=postgres, test/setup).
+  // `migrated`: a copy of the run's migrated template when there is one (test/setup/postgres-template.ts).
   const template = options.migrated ? process.env.TEST_POSTGRES_TEMPLATE : undefined;
   const create = async () => {
     for (let attempt = 0; ; attempt++) {

@@ -209,7 +209,7 @@ for (const dialect of DIALECTS) {
     const ids: Record<string, string> = {};
 
     beforeAll(async () => {
-      database = await dialect.create();
+      database = await dialect.createMigrated();
       c = await startScim({ DATABASE_URL: database.url });
       const admin = (await c.app.services.users.getByUsername('admin'))!.id;
       ids.admin = admin;
@@ -627,7 +627,7 @@ for (const dialect of DIALECTS) {
     let pool: (path: string) => string[];
 
     beforeAll(async () => {
-      database = await dialect.create();
+      database = await dialect.createMigrated();
       c = await startScim({ DATABASE_URL: database.url });
       const admin = (await c.app.services.users.getByUsername('admin'))!;
       const ctx = { caller: adminCaller(admin.id), ip: null, userAgent: null };

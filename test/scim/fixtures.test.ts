@@ -105,7 +105,7 @@ for (const dialect of DIALECTS) {
     for (const file of fixtures) {
       const fixture = JSON.parse(readFileSync(join(FIXTURES, file), 'utf8')) as Fixture;
       it(`replays ${file}: ${fixture.steps.length} steps`, async () => {
-        database = await dialect.create();
+        database = await dialect.createMigrated();
         c = await startScim({ DATABASE_URL: database.url });
         const vars = new Map<string, string>();
         for (const step of fixture.steps) {

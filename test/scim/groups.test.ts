@@ -370,7 +370,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('applies concurrent membership PATCHes of one group without losing any', async () => {
-      database = await dialect.create();
+      database = await dialect.createMigrated();
       client = await startScim({ DATABASE_URL: database.url });
       const c = client;
       const users: string[] = [];
@@ -392,7 +392,7 @@ for (const dialect of DIALECTS) {
     });
 
     it('applies concurrent PATCHes of one user without losing any (each rewrites the whole user)', async () => {
-      database = await dialect.create();
+      database = await dialect.createMigrated();
       client = await startScim({ DATABASE_URL: database.url });
       const c = client;
       const id = idOf(await c.request('POST', '/Users', { schemas: [USER], userName: 'busy' }));

@@ -126,7 +126,7 @@ for (const dialect of DIALECTS) {
     const ids = new Map<string, string>();
 
     beforeAll(async () => {
-      database = await dialect.create();
+      database = await dialect.createMigrated();
       c = await startScim({ DATABASE_URL: database.url });
       for (const p of PEOPLE) {
         const res = await c.request('POST', '/Users', {

@@ -58,7 +58,7 @@ export function conversationSearchContract(dialect: Dialect): void {
     }
 
     beforeAll(async () => {
-      database = await dialect.create();
+      database = await dialect.createMigrated();
       const started = await startWithTwoUsers(
         (made) => {
           app = made;

@@ -1,17 +1,19 @@
 import { randomBytes } from 'node:crypto';
 import { createDb } from '../../src/db/create-db.js';
 import { migrateToLatest } from '../../src/db/migrate.js';
-import { POSTGRES_URL, postgresAdmin } from '../helpers/services.js';
+import { POSTGRES_URL, postgresAdmin, probePostgres } from '../helpers/services.js';
 
 /**
- * With TEST_DATABASE=postgres, every test app gets a database of its own: copying one migrated template is much
- * faster than migrating each. The template holds the schema only (no bootstrap administrator, no keys), so a
- * copy starts as a fresh installation would. Vitest runs `setup` once before the suite and `teardown` after it.
+ * Databases that start migrated are copies of one migrated template, which is much faster than migrating each:
+ * with TEST_DATABASE=postgres every test app gets one, and in every run the suites that run on each dialect
+ * (`createMigrated`) do. The template holds the schema only (no bootstrap administrator, no keys), so a copy starts
+ * as a fresh installation would. Without PostgreSQL there is none (those suites skip, or fail under CI). Vitest
+ * runs `setup` once before the suite and `teardown` after it.
  */
 let template: string | undefined;
 
 export async function setup(): Promise<void> {
-  if (process.env.TEST_DATABASE !== 'postgres') return;
+  if (process.env.TEST_DATABASE !== 'postgres' && !(await probePostgres()).available) return;
   const name = `agent_template_${randomBytes(4).toString('hex')}`;
   await postgresAdmin(`create database ${name}`);
   const url = new URL(POSTGRES_URL);
