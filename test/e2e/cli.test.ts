@@ -1,7 +1,8 @@
-import { mkdtempSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
 import { connect } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { pathToFileURL } from 'node:url';
 import { afterEach, describe, expect, it } from 'vitest';
 import { createDb } from '../../src/db/create-db.js';
 import { knownMigrations } from '../../src/db/migrate.js';
@@ -9,6 +10,33 @@ import { UsersService } from '../../src/modules/users/users.service.js';
 import { killRunning, run, startServing } from '../helpers/service-process.js';
 
 afterEach(killRunning);
+
+/**
+ * A preload (for NODE_OPTIONS) that records every module the process loads: a loader hook appends each one's URL
+ * to a file as it is loaded, from the loader's own thread, so that nothing is lost when the command exits at once.
+ */
+function moduleRecorder(): { nodeOptions: string; loaded: () => string[] } {
+  const dir = mkdtempSync(join(tmpdir(), 'agent-cli-modules-'));
+  const file = join(dir, 'loaded.txt');
+  const hooks = join(dir, 'hooks.mjs');
+  writeFileSync(
+    hooks,
+    `import { appendFileSync } from 'node:fs';\n` +
+      `export async function load(url, context, next) {\n` +
+      `  appendFileSync(${JSON.stringify(file)}, url + '\\n');\n` +
+      `  return next(url, context);\n` +
+      `}\n`,
+  );
+  const preload = join(dir, 'preload.mjs');
+  writeFileSync(
+    preload,
+    `import { register } from 'node:module';\nregister(${JSON.stringify(pathToFileURL(hooks).href)});\n`,
+  );
+  return {
+    nodeOptions: `--import ${pathToFileURL(preload).href}`,
+    loaded: () => (existsSync(file) ? readFileSync(file, 'utf8').split('\n').filter(Boolean) : []),
+  };
+}
 
 describe('agent-service command line', () => {
   it('refuses invalid configuration with one message naming every bad key, exit code 78', async () => {
@@ -79,6 +107,22 @@ describe('agent-service command line', () => {
     expect(response).toContain('Connection: close');
     expect(response).toContain('"code":"ROUTE_NOT_FOUND"');
     expect(await serving.exited).toBe(0);
+  });
+
+  it('loads the service only for the commands that run it', async () => {
+    const env = { DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'agent-cli-')), 'agent.db')}` };
+    const loadedBy = async (args: string[]) => {
+      const recorder = moduleRecorder();
+      await run(args, { ...env, NODE_OPTIONS: recorder.nodeOptions }).exited;
+      return recorder.loaded();
+    };
+    const service = (urls: string[]) => urls.filter((url) => /\/src\/(app|compose\/[\w-]+)\.[jt]s$/.test(url));
+    const migrated = await loadedBy(['migrate']);
+    // The recorder sees what a command loads: migrate's own modules.
+    expect(migrated.filter((url) => /\/src\/db\/migrate\.[jt]s$/.test(url))).toHaveLength(1);
+    expect(service(migrated)).toEqual([]);
+    for (const args of [['help'], ['frobnicate'], ['config'], ['users', 'list'], ['keys', 'spin']])
+      expect(service(await loadedBy(args)), args.join(' ')).toEqual([]);
   });
 
   it('manages users: create with a password from stdin or generated, list, set-password', async () => {
