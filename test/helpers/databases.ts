@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach } from 'vitest';
 import type { DatabaseTarget } from '../../src/config.js';
 import { type Db, createDb } from '../../src/db/create-db.js';
-import { type Availability, postgresDatabaseName, probePostgres } from './services.js';
+import { type Availability, createPostgresDatabase, probePostgres } from './services.js';
 
 /** A database to run a suite against, created fresh and removed afterwards. */
 export interface TestDatabase {
@@ -44,9 +44,8 @@ const sqlite: Dialect = {
 };
 
 async function postgresDatabase(migrated: boolean): Promise<TestDatabase> {
-  const database = postgresDatabaseName({ migrated });
-  await database.create();
-  return { target: { dialect: 'postgres', connectionString: database.url }, url: database.url, cleanup: database.drop };
+  const { url, drop } = await createPostgresDatabase({ migrated });
+  return { target: { dialect: 'postgres', connectionString: url }, url, cleanup: drop };
 }
 
 const postgres: Dialect = {

@@ -116,9 +116,14 @@ export function postgresDatabaseName(options: { migrated?: boolean } = {}): {
   };
 }
 
-/** A fresh PostgreSQL database for one suite, so suites can run in parallel; dropped afterwards. */
-export async function createPostgresDatabase(): Promise<{ url: string; drop: () => Promise<void> }> {
-  const database = postgresDatabaseName();
+/**
+ * A fresh PostgreSQL database for one suite, so suites can run in parallel; dropped afterwards. Empty, or `migrated`
+ * (see `postgresDatabaseName`).
+ */
+export async function createPostgresDatabase(
+  options: { migrated?: boolean } = {},
+): Promise<{ url: string; drop: () => Promise<void> }> {
+  const database = postgresDatabaseName(options);
   await database.create();
   return { url: database.url, drop: database.drop };
 }

@@ -4,7 +4,7 @@ import { migrateToLatest } from '../../src/db/migrate.js';
 import { POSTGRES_URL, postgresAdmin, probePostgres } from '../helpers/services.js';
 
 /**
- * Databases that start migrated are copies of one migrated template, which is much faster than migrating each:
+ * Databases that start migrated are copies of one migrated template, about half the time of migrating each:
  * with TEST_DATABASE=postgres every test app gets one, and in every run the suites that run on each dialect
  * (`createMigrated`) do. The template holds the schema only (no bootstrap administrator, no keys), so a copy starts
  * as a fresh installation would. Without PostgreSQL there is none (those suites skip, or fail under CI). Vitest
