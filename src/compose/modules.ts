@@ -60,6 +60,15 @@ export interface Base {
   listenerUrl: (name: ListenerName) => string;
 }
 
+/**
+ * How long the rows a chat turn reads before its model is asked (its playground session's, its conversation's, the
+ * caller's connections) are held for the next turns, where every instance hears of their changes: through Redis,
+ * or on SQLite, which one instance serves. Should a broadcast be lost, this is how long a change made elsewhere
+ * may go unseen here. On PostgreSQL without Redis, instances sharing the database cannot tell each other, and every
+ * turn reads the rows.
+ */
+const HELD_ROWS_MS = 30_000;
+
 export interface ModuleOptions {
   /** Adjusts the account erasure's ordered steps (tests make one fail). */
   erasureSteps?: (steps: ErasureStep[]) => ErasureStep[];
@@ -72,6 +81,7 @@ export interface ModuleOptions {
 export function buildModules(config: Config, infrastructure: Infrastructure, base: Base, options: ModuleOptions = {}) {
   const { db, authz, llm, stores } = infrastructure;
   const { logger, now, lifecycle } = base;
+  const heldRowsMs = config.redis !== undefined || db.dialect === 'sqlite' ? HELD_ROWS_MS : 0;
 
   const system = createSystemModule({ db: db.kysely, now });
   const health = createHealthModule({
@@ -162,7 +172,14 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     bodyLimitBytes: config.bodyLimitBytes,
     now,
   });
-  const conversations = createConversationsModule({ db: db.kysely, authz, now });
+  const conversations = createConversationsModule({
+    db: db.kysely,
+    authz,
+    now,
+    broadcast: infrastructure.broadcast,
+    logger,
+    heldMs: heldRowsMs,
+  });
   const search = infrastructure.search(conversations.service);
 
   const connections = createConnectionsModule({
@@ -180,6 +197,8 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     config: config.connections,
     publicUrl: config.publicUrl,
     breakerFor: (id) => infrastructure.breakerFor(id),
+    broadcast: infrastructure.broadcast,
+    heldMs: heldRowsMs,
     approvals: stores.ephemeral,
     // The configured address, else the playground listener's own (known once it listens).
     connectPage: () => config.playgroundPublicUrl ?? `${base.listenerUrl('playground')}/`,
@@ -274,6 +293,7 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     logger,
     now,
     maxMessageChars: config.playground.maxMessageChars,
+    heldMs: heldRowsMs,
     webRoot: builtWebRoot('playground'),
     // The chat shows the MCP App views of the tools that have one, as any host of them would.
     views: mcp.service.core,

@@ -1,10 +1,11 @@
+import { randomUUID } from 'node:crypto';
 import type { Broadcast } from '../adapters/broadcast/port.js';
 
 /**
  * What was read from a store, vouched for a short while by key: a client's burst of requests costs one read, not
  * one each. Forgetting is at once, and a read that was under way when something was forgotten is not remembered
  * after it, so what was forgotten does not come back from a read that began before. At most `limit` entries: the
- * oldest goes first.
+ * oldest goes first. A `ttlMs` of 0 remembers nothing.
  */
 export class RecentReads<V> {
   readonly #entries = new Map<string, { value: V; until: number }>();
@@ -29,11 +30,21 @@ export class RecentReads<V> {
   async read<T extends V | undefined>(key: string, now: number, read: () => Promise<T>): Promise<T> {
     const forgotten = this.#forgotten;
     const value = await read();
-    if (value !== undefined && forgotten === this.#forgotten) {
+    if (value !== undefined && forgotten === this.#forgotten && this.ttlMs > 0) {
       if (this.#entries.size >= this.limit) this.#entries.delete(this.#entries.keys().next().value!);
       this.#entries.set(key, { value, until: now + this.ttlMs });
     }
     return value;
+  }
+
+  /**
+   * Replaces the value of `key`, if one is remembered, with what `change` makes of it: a write of this instance's
+   * own that keeps the value good. Reads under way are not remembered after it (they may have read before the write).
+   */
+  revise(key: string, change: (value: V) => V): void {
+    this.#forgotten += 1;
+    const entry = this.#entries.get(key);
+    if (entry) entry.value = change(entry.value);
   }
 
   /** Drops the entry of `key`, which its reader found no longer good; unlike forgetting, reads under way are kept. */
@@ -52,6 +63,9 @@ export class RecentReads<V> {
   }
 }
 
+/** How a message for the other instances begins: then the sender's origin, a space, and the message. */
+const OTHERS = '@others:';
+
 /**
  * What to forget, told to every instance through one broadcast channel: `tell` forgets here at once and publishes,
  * and what other instances publish is forgotten here as it arrives. Until `share` is given a broadcast, or should a
@@ -59,6 +73,8 @@ export class RecentReads<V> {
  */
 export class SharedForgetting<M extends string> {
   #broadcast: Broadcast | undefined;
+  /** This instance, in the messages `tellOthers` sends: those come back here too, and are not for here. */
+  readonly #origin = randomUUID();
 
   constructor(
     private readonly channel: string,
@@ -70,7 +86,11 @@ export class SharedForgetting<M extends string> {
   /** Publishes through `broadcast`, and forgets what arrives on it; returns the stop. */
   share(broadcast: Broadcast): () => void {
     this.#broadcast = broadcast;
-    const stop = broadcast.subscribe(this.channel, (message) => this.forget(message));
+    const stop = broadcast.subscribe(this.channel, (message) => {
+      if (!message.startsWith(OTHERS)) return this.forget(message);
+      const space = message.indexOf(' ');
+      if (message.slice(OTHERS.length, space) !== this.#origin) this.forget(message.slice(space + 1));
+    });
     return () => {
       stop();
       if (this.#broadcast === broadcast) this.#broadcast = undefined;
@@ -81,5 +101,13 @@ export class SharedForgetting<M extends string> {
   async tell(message: M): Promise<void> {
     this.forget(message);
     await this.#broadcast?.publish(this.channel, message).catch(this.unsent);
+  }
+
+  /**
+   * Tells the other instances to forget `message`, not this one: it changed the value itself and keeps it up to
+   * date (`RecentReads.revise`). Resolves once it is sent, never rejects.
+   */
+  async tellOthers(message: M): Promise<void> {
+    await this.#broadcast?.publish(this.channel, `${OTHERS}${this.#origin} ${message}`).catch(this.unsent);
   }
 }

@@ -32,15 +32,18 @@ describe("another user's request on a playground session", () => {
     const alice = await accessToken(app, 'alice');
     const bob = await accessToken(app, 'bob');
     const id = await newSession(app, alice, 'Private');
-    const chat = await playground(app, 'POST', '/api/playground/chat', {
-      token: alice,
-      body: { session_id: id, message: 'Hello there' },
-    });
-    expect(chat.status).toBe(200);
+    // Two turns: the second runs in the session as its first left it, which the service holds for the next.
+    for (const message of ['Hello there', 'Still me']) {
+      const chat = await playground(app, 'POST', '/api/playground/chat', {
+        token: alice,
+        body: { session_id: id, message },
+      });
+      expect(chat.status).toBe(200);
+    }
 
     const before = await snapshot(app, alice, id);
-    expect((before.detail.messages as Json[]).map((m) => m.role)).toEqual(['user', 'assistant']);
-    expect(before.metrics).toMatchObject({ message_count: 2 });
+    expect((before.detail.messages as Json[]).map((m) => m.role)).toEqual(['user', 'assistant', 'user', 'assistant']);
+    expect(before.metrics).toMatchObject({ message_count: 4 });
     expect((before.traces as unknown as Json[]).length).toBeGreaterThan(0);
     expect((before.logs as unknown as Json[]).length).toBeGreaterThan(0);
 

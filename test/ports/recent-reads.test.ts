@@ -19,6 +19,12 @@ describe('recent reads', () => {
     expect(reads.get('a', 1_001)).toBeUndefined(); // nothing found is not remembered
   });
 
+  it('remembers nothing with a ttl of 0', async () => {
+    const reads = new RecentReads<string>(0, 10);
+    expect(await reads.read('a', 0, () => Promise.resolve('read'))).toBe('read');
+    expect(reads.get('a', 0)).toBeUndefined();
+  });
+
   it('does not remember a read that was under way when something was forgotten', async () => {
     const reads = new RecentReads<string>(1_000, 10);
     const slow = pendingRead('stale');
@@ -37,6 +43,22 @@ describe('recent reads', () => {
     slow.answer();
     await reading;
     expect(reads.get('a', 1)).toBe('kept');
+  });
+
+  it('revises a remembered value in place, and does not remember a read under way across the revision', async () => {
+    const reads = new RecentReads<{ count: number }>(1_000, 10);
+    await reads.read('a', 0, () => Promise.resolve({ count: 1 }));
+    reads.revise('a', ({ count }) => ({ count: count + 2 }));
+    reads.revise('b', () => ({ count: 99 })); // nothing remembered: nothing made up
+    expect(reads.get('a', 1)).toEqual({ count: 3 });
+    expect(reads.get('b', 1)).toBeUndefined();
+    const slow = pendingRead('unused');
+    const stale = new RecentReads<string>(1_000, 10);
+    const reading = stale.read('c', 0, slow.read);
+    stale.revise('c', (value) => value);
+    slow.answer();
+    await reading;
+    expect(stale.get('c', 1)).toBeUndefined();
   });
 
   it('forgets by key or by value, and lets the oldest entry go beyond its limit', async () => {
@@ -77,5 +99,21 @@ describe('shared forgetting', () => {
     await Promise.resolve();
     expect(heard.b).toEqual(['key:2']);
     stopA();
+  });
+
+  it('tells only the other instances what this one keeps up to date itself', async () => {
+    const broadcast = createMemoryBroadcast();
+    const heard = { a: [] as string[], b: [] as string[] };
+    const unsent = (err: unknown) => {
+      throw err;
+    };
+    const a = new SharedForgetting<`key:${string}`>('changes', (m) => heard.a.push(m), unsent);
+    const b = new SharedForgetting<`key:${string}`>('changes', (m) => heard.b.push(m), unsent);
+    a.share(broadcast);
+    b.share(broadcast);
+    await a.tellOthers('key:1');
+    await b.tellOthers('key:2');
+    await Promise.resolve();
+    expect(heard).toEqual({ a: ['key:2'], b: ['key:1'] });
   });
 });

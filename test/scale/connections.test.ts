@@ -79,6 +79,25 @@ describeWithService('connections across two instances on PostgreSQL and Redis', 
     expect(await agentCall(aliceB, 'bearer__echo', { text: 'y' })).toContain('echo: y');
   });
 
+  it("offers on B a connection registered through A after B held alice's list without it", async () => {
+    // A turn on B offers alice's tools, and B holds the connections she can reach: none by this name yet.
+    expect(await agentCall(aliceB, 'later__echo', { text: 'before' })).not.toContain('echo: before');
+    const created = await aliceA.post('/api/v1/connections', {
+      name: 'Later',
+      transport: 'streamable_http',
+      url: bearer.url,
+      auth: { kind: 'bearer', secret: 'sealed-secret-7' },
+    });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    expect(await agentCall(aliceB, 'later__echo', { text: 'after' })).toContain('echo: after');
+    // Renamed through A: B offers its tools under the new name at once.
+    const id = created.body.id as string;
+    expect((await aliceA.patch(`/api/v1/connections/${id}`, { slug: 'renamed' })).status).toBe(200);
+    expect(await agentCall(aliceB, 'renamed__echo', { text: 'renamed' })).toContain('echo: renamed');
+    expect((await aliceA.delete(`/api/v1/connections/${id}`)).status).toBe(204);
+    expect(await agentCall(aliceB, 'renamed__echo', { text: 'gone' })).not.toContain('echo: gone');
+  });
+
   it('takes an OAuth sign-in started through A on B, and uses the tokens on both', async () => {
     const created = await aliceA.post('/api/v1/connections', {
       name: 'Upstream',

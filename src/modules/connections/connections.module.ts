@@ -35,9 +35,14 @@ export type { ConnectionOperations, ConnectionsModuleDeps };
 export function createConnectionsModule(deps: ConnectionsModuleDeps): Module<ConnectionOperations> {
   const service = createConnectionOperations(deps);
   const routes = [connectionRoutes(service)];
+  let stopSharing: (() => void) | undefined;
   return {
     name: 'connections',
     service,
+    start: () => {
+      stopSharing = service.service.shareChanges(deps.broadcast);
+      return Promise.resolve();
+    },
     routes: { main: routes, playground: routes, builder: routes },
     healthChecks: [connectionsHealthCheck(deps, service)],
     erasure: [
@@ -65,7 +70,11 @@ export function createConnectionsModule(deps: ConnectionsModuleDeps): Module<Con
       },
       {
         step: 'mcp_connections',
-        run: ({ user, db }) => eraseConnectionsOf(db, user.id),
+        run: async ({ user, db }) => {
+          const erased = await eraseConnectionsOf(db, user.id);
+          await service.service.changed();
+          return erased;
+        },
       },
     ],
     exports: [
@@ -89,6 +98,9 @@ export function createConnectionsModule(deps: ConnectionsModuleDeps): Module<Con
         },
       },
     ],
-    stop: () => service.pool.stop(),
+    stop: () => {
+      stopSharing?.();
+      return service.pool.stop();
+    },
   };
 }

@@ -1,6 +1,7 @@
 import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import type { AuthzService } from '../../adapters/authz/port.js';
+import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/database.js';
@@ -36,6 +37,10 @@ export interface ConnectionsModuleDeps {
   connectPage: () => string;
   /** A breaker per connection (the infrastructure's circuit breaker). */
   breakerFor: (connectionId: string) => UpstreamBreaker;
+  /** Where instances tell each other that connections changed. */
+  broadcast: Broadcast;
+  /** How long the connections a user can reach, once read, are held (ConnectionsService); absent: not at all. */
+  heldMs?: number;
 }
 
 /** What the routes and the MCP core use of the connections module. */
@@ -50,7 +55,7 @@ export function createConnectionOperations(deps: ConnectionsModuleDeps) {
     maxResponseBytes: config.maxResponseBytes,
   };
   const fetch = createOutboundFetch(outbound);
-  const late: { catalog?: ConnectedToolCatalog } = {};
+  const late: { catalog?: ConnectedToolCatalog; service?: ConnectionsService } = {};
   const pool = new UpstreamPool({
     fetch,
     timeoutMs: config.timeoutMs,
@@ -66,6 +71,7 @@ export function createConnectionOperations(deps: ConnectionsModuleDeps) {
     logger: deps.logger,
     now: deps.now,
     redirectUri: `${deps.publicUrl}${CONNECTIONS_PREFIX}${CALLBACK_PATH}`,
+    onRecorded: async () => late.service?.changed(),
   });
   const service = new ConnectionsService({
     db: deps.db,
@@ -79,7 +85,10 @@ export function createConnectionOperations(deps: ConnectionsModuleDeps) {
       oauth.forget(id);
       await pool.close(id);
     },
+    unsent: (err) => deps.logger.warn({ err }, 'changed connection not broadcast'),
+    ...(deps.heldMs !== undefined && { heldMs: deps.heldMs }),
   });
+  late.service = service;
   const tools = new ConnectedToolCatalog({
     db: deps.db,
     authz: deps.authz,

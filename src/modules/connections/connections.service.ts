@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { Kysely } from 'kysely';
 import type { AuthzService } from '../../adapters/authz/port.js';
+import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { StdioCommand } from '../../config.js';
 import type { Database } from '../../db/database.js';
 import { isUniqueViolation } from '../../db/errors.js';
@@ -8,6 +9,7 @@ import { BadRequestError, ConflictError, ForbiddenError, NotFoundError } from '.
 import type { AuditRecorder } from '../../ports/audit.js';
 import { actorOf } from '../../ports/audit.js';
 import { type Caller, CallerErrorCode, userIdOf } from '../../ports/caller.js';
+import { RecentReads, SharedForgetting } from '../../ports/recent-reads.js';
 import { SYSTEM, subjectOf } from '../../ports/subjects.js';
 import {
   type ConnectionRow,
@@ -73,7 +75,19 @@ export interface ConnectionsServiceDeps {
   stdioCommands: Record<string, StdioCommand>;
   /** Told when a connection changed or went, so that its clients and caches are dropped. */
   onChanged: (id: string) => Promise<void>;
+  /** Told of a change that could not be told to the other instances. */
+  unsent?: (err: unknown) => void;
+  /**
+   * How long the connections a user can reach, once read, answer `usable` on this instance (the tools offered on
+   * every agent turn and MCP listing); 0 or absent: every call reads them. Every change of a connection is told to
+   * every instance through the broadcast, so lists may be held only where it reaches every instance.
+   */
+  heldMs?: number;
 }
+
+const HELD_CONNECTION_LISTS = 10_000;
+/** Where instances tell each other that connections changed (`all`: every list is read again). */
+const CONNECTIONS_CHANGED_CHANNEL = 'connections-changed';
 
 export const ConnectionErrorCode = {
   NotFound: 'CONNECTION_NOT_FOUND',
@@ -116,8 +130,31 @@ const MAX_OPENED_SECRETS = 1_000;
 export class ConnectionsService {
   /** Opened secrets by connection and sealed value. */
   readonly #opened = new Map<string, string>();
+  /** The connections each user can reach (theirs and the shared ones), by owner key, as last read here. */
+  readonly #held: RecentReads<ConnectionRow[]>;
+  readonly #changes: SharedForgetting<'all'>;
 
-  constructor(private readonly deps: ConnectionsServiceDeps) {}
+  constructor(private readonly deps: ConnectionsServiceDeps) {
+    this.#held = new RecentReads(deps.heldMs ?? 0, HELD_CONNECTION_LISTS);
+    this.#changes = new SharedForgetting(
+      CONNECTIONS_CHANGED_CHANNEL,
+      () => this.#held.forget(() => true),
+      deps.unsent ?? (() => undefined),
+    );
+  }
+
+  /**
+   * Tells the other instances of connections changed here, and reads afresh after a change on another, through
+   * `broadcast`. Returns the stop.
+   */
+  shareChanges(broadcast: Broadcast): () => void {
+    return this.#changes.share(broadcast);
+  }
+
+  /** Connections were added, changed or removed: every instance reads them again. */
+  async changed(): Promise<void> {
+    await this.#changes.tell('all');
+  }
 
   async isAdmin(caller: Caller): Promise<boolean> {
     return this.deps.authz.check(subjectOf(caller), 'admin', SYSTEM);
@@ -125,7 +162,11 @@ export class ConnectionsService {
 
   /** The connections the caller may use: their own, and the shared ones they were given. */
   async usable(caller: Caller): Promise<ConnectionRow[]> {
-    const rows = await listReachable(this.deps.db, userIdOf(caller));
+    const userId = userIdOf(caller);
+    const key = userId ?? SHARED;
+    const now = this.deps.now().getTime();
+    const rows =
+      this.#held.get(key, now) ?? (await this.#held.read(key, now, () => listReachable(this.deps.db, userId)));
     const allowed = await Promise.all(rows.map((row) => this.#mayUse(caller, row)));
     return rows.filter((_, i) => allowed[i]);
   }
@@ -207,6 +248,7 @@ export class ConnectionsService {
     await insertConnection(this.deps.db, row).catch((error: unknown) => {
       throw isUniqueViolation(error) ? slugConflict(slug) : error;
     });
+    await this.changed();
     await this.deps.authz.write([
       ownerKey === SHARED
         ? { user: 'user:*', relation: 'user', object: connectionObject(id) }
@@ -259,6 +301,7 @@ export class ConnectionsService {
     });
     // Nor are the accounts people connected at the old one: they connect again at the new address.
     if (reaches) await forgetAccountsAt(this.deps.db, ownerKey, id);
+    await this.changed();
     await this.deps.onChanged(id);
     await this.#audit(caller, 'connection.updated', id, { fields: Object.keys(change).join(',') });
     const updated = await findReachable(this.deps.db, userIdOf(caller), id);
@@ -268,6 +311,7 @@ export class ConnectionsService {
   async delete(caller: Caller, id: string): Promise<void> {
     const { ownerKey } = await this.#editable(caller, id);
     if (!(await deleteConnection(this.deps.db, ownerKey, id))) throw notFound();
+    await this.changed();
     await this.removeTuples(id);
     await this.deps.onChanged(id);
     await this.#audit(caller, 'connection.deleted', id, {});

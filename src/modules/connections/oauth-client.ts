@@ -52,6 +52,8 @@ export interface OAuthClientDeps {
   now: () => Date;
   /** Where the upstream's authorization server sends the browser back: this service's callback. */
   redirectUri: string;
+  /** Told once a connection's client registration is recorded (the connection's row changed). */
+  onRecorded?: () => Promise<void>;
 }
 
 const SIGN_IN_TTL_MS = 10 * 60_000;
@@ -302,6 +304,7 @@ export class UpstreamOAuth {
       row.id,
       this.deps.sealer.seal(`oauth-client:${row.id}`, JSON.stringify(registered)),
     );
+    await this.deps.onRecorded?.();
     const recorded = await findReachable(this.deps.db, row.owner_id || undefined, row.id);
     if (!recorded?.oauth_client) return registered;
     return JSON.parse(

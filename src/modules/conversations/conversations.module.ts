@@ -1,6 +1,8 @@
 import type { Kysely } from 'kysely';
 import type { AuthzService } from '../../adapters/authz/port.js';
+import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { Database } from '../../db/database.js';
+import type { Logger } from '../../logger.js';
 import type { Module } from '../../ports/module.js';
 import { ConversationsService } from './conversations.service.js';
 import { userObject } from '../../ports/subjects.js';
@@ -10,14 +12,28 @@ export interface ConversationsModuleDeps {
   /** Where ownership and sharing of conversations are written and checked. */
   authz: AuthzService;
   now: () => Date;
+  /** Where instances tell each other of conversations that grew or went. */
+  broadcast: Broadcast;
+  logger: Logger;
+  /** How long a conversation's row, once read, is held (ConversationsService); 0 or absent: not at all. */
+  heldMs?: number;
 }
 
 /** Conversations and their messages, owned through the authorization service, with ranked full-text search. */
 export function createConversationsModule(deps: ConversationsModuleDeps): Module<ConversationsService> {
-  const service = new ConversationsService(deps.db, deps.authz, deps.now);
+  const service = new ConversationsService(deps.db, deps.authz, deps.now, {
+    ...(deps.heldMs !== undefined && { heldMs: deps.heldMs }),
+    unsent: (err) => deps.logger.warn({ err }, 'changed conversation not broadcast'),
+  });
+  let stopSharing: (() => void) | undefined;
   return {
     name: 'conversations',
     service,
+    start: () => {
+      stopSharing = service.shareChanges(deps.broadcast);
+      return Promise.resolve();
+    },
+    stop: () => stopSharing?.(),
     erasure: [
       {
         step: 'authorization_tuples',

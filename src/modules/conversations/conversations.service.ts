@@ -1,9 +1,11 @@
 import { randomUUID } from 'node:crypto';
 import { type Kysely, type Selectable, type Transaction, sql } from 'kysely';
 import type { AuthzService } from '../../adapters/authz/port.js';
+import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { ChatMessage, ToolCall } from '../../adapters/llm/port.js';
 import type { Database } from '../../db/database.js';
 import { CommonErrorCode, NotFoundError } from '../../errors.js';
+import { RecentReads, SharedForgetting } from '../../ports/recent-reads.js';
 import { prepared } from '../../db/prepared.js';
 import { SEARCHED_ROLES, ftsMatchExpression, isPostgres, queryWords, searchKey } from '../../db/full-text.js';
 import type { ConversationsTable, MessagesTable } from './conversations.tables.js';
@@ -140,6 +142,12 @@ const searchSqlite = prepared((db: Kysely<Database>, owner: string, match: strin
       limit cast(${limit} as integer)`.compile(db),
 }));
 
+const HELD_CONVERSATIONS = 10_000;
+/** Where instances tell each other of conversations to read again: `conversation:<id>`, or `owner:<subject>`. */
+const CONVERSATIONS_CHANGED_CHANNEL = 'conversations-changed';
+
+type ConversationRow = Selectable<ConversationsTable>;
+
 const conversationById = prepared((db: Kysely<Database>, id: string) =>
   db.selectFrom('conversations').selectAll().where('id', '=', id),
 );
@@ -161,12 +169,50 @@ const conversationsOf = prepared((db: Kysely<Database>, owner: string, offset: n
  */
 export class ConversationsService {
   readonly #updated = new Set<(id: string) => void>();
+  /**
+   * Conversation rows as last read or changed here, by id: a turn that continues a conversation finds it without a
+   * statement before its model is asked.
+   */
+  readonly #held: RecentReads<ConversationRow>;
+  readonly #changes: SharedForgetting<`conversation:${string}` | `owner:${string}`>;
 
   constructor(
     private readonly db: Kysely<Database>,
     private readonly authz: AuthzService,
     private readonly now: () => Date = () => new Date(),
-  ) {}
+    options: {
+      /**
+       * How long a conversation's row, once read, answers `access` on this instance (0, the default: every call
+       * reads it). Messages added here keep it current; those added elsewhere, and erasures, are told to every
+       * instance through the broadcast, so rows may be held only where it reaches every instance.
+       */
+      heldMs?: number;
+      /** Told of a change that could not be told to the other instances. */
+      unsent?: (err: unknown) => void;
+    } = {},
+  ) {
+    this.#held = new RecentReads(options.heldMs ?? 0, HELD_CONVERSATIONS);
+    this.#changes = new SharedForgetting(
+      CONVERSATIONS_CHANGED_CHANNEL,
+      (message) => this.#forget(message),
+      options.unsent ?? (() => undefined),
+    );
+  }
+
+  /**
+   * Tells the other instances of conversations that grow or go here, and reads afresh those that change on them,
+   * through `broadcast`. Returns the stop.
+   */
+  shareChanges(broadcast: Broadcast): () => void {
+    return this.#changes.share(broadcast);
+  }
+
+  #forget(message: string): void {
+    const at = message.indexOf(':');
+    const [kind, id] = [message.slice(0, at), message.slice(at + 1)];
+    if (kind === 'conversation') this.#held.forget(id);
+    else if (kind === 'owner') this.#held.forget((row) => row.owner === id);
+  }
 
   /** Calls `listener` with a conversation's id each time messages are added to it here; returns the stop. */
   onUpdated(listener: (id: string) => void): () => void {
@@ -194,7 +240,9 @@ export class ConversationsService {
 
   /** The conversation if `subject` may `relation` it; otherwise 404, so existence does not leak. */
   async access(subject: string, id: string, relation: 'viewer' | 'owner' = 'viewer'): Promise<Conversation> {
-    const [row] = await conversationById(this.db, id);
+    const now = this.now().getTime();
+    const row =
+      this.#held.get(id, now) ?? (await this.#held.read(id, now, async () => (await conversationById(this.db, id))[0]));
     if (!row || !(await this.authz.check(subject, relation, `conversation:${id}`))) {
       throw new NotFoundError(`Conversation ${id} not found`, { code: CommonErrorCode.NotFound });
     }
@@ -224,6 +272,8 @@ export class ConversationsService {
   async append(id: string, messages: NewMessage[]): Promise<void> {
     if (messages.length === 0) return;
     const at = this.now().toISOString();
+    const promptTokens = messages.reduce((n, m) => n + (m.promptTokens ?? 0), 0);
+    const completionTokens = messages.reduce((n, m) => n + (m.completionTokens ?? 0), 0);
     await this.db.transaction().execute(async (trx) => {
       const { last } = await trx
         .selectFrom('messages')
@@ -254,22 +304,23 @@ export class ConversationsService {
         .updateTable('conversations')
         .set((eb) => ({
           message_count: eb('message_count', '+', messages.length),
-          prompt_tokens: eb(
-            'prompt_tokens',
-            '+',
-            messages.reduce((n, m) => n + (m.promptTokens ?? 0), 0),
-          ),
-          completion_tokens: eb(
-            'completion_tokens',
-            '+',
-            messages.reduce((n, m) => n + (m.completionTokens ?? 0), 0),
-          ),
+          prompt_tokens: eb('prompt_tokens', '+', promptTokens),
+          completion_tokens: eb('completion_tokens', '+', completionTokens),
           updated_at: at,
           last_message_at: at,
         }))
         .where('id', '=', id)
         .execute();
     });
+    this.#held.revise(id, (row) => ({
+      ...row,
+      message_count: row.message_count + messages.length,
+      prompt_tokens: row.prompt_tokens + promptTokens,
+      completion_tokens: row.completion_tokens + completionTokens,
+      updated_at: at,
+      last_message_at: at,
+    }));
+    await this.#changes.tellOthers(`conversation:${id}`);
     for (const listener of this.#updated) listener(id);
   }
 
@@ -311,6 +362,7 @@ export class ConversationsService {
     const owned = db.selectFrom('conversations').select('id').where('owner', '=', owner);
     await db.deleteFrom('messages').where('conversation_id', 'in', owned).execute();
     const result = await db.deleteFrom('conversations').where('owner', '=', owner).executeTakeFirst();
+    await this.#changes.tell(`owner:${owner}`);
     return Number(result.numDeletedRows);
   }
 

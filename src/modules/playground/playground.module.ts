@@ -32,7 +32,16 @@ export function createPlaygroundModule(deps: PlaygroundModuleDeps): Module<Playg
         staticSite({ root: deps.webRoot, title: 'The playground' }),
       ],
     },
-    erasure: [{ step: 'playground_sessions', run: ({ user, db }) => deleteSessionsOf(db, user.id) }],
+    erasure: [
+      {
+        step: 'playground_sessions',
+        run: async ({ user, db }) => {
+          const deleted = await deleteSessionsOf(db, user.id);
+          await playground.forgetSessionsOf(user.id);
+          return deleted;
+        },
+      },
+    ],
     exports: [{ section: 'playground_sessions', collect: (userId) => playground.exportOf(userId) }],
     stop: () => playground.close(),
   };

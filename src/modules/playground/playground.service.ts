@@ -9,6 +9,7 @@ import { type AppError, CommonErrorCode, ValidationError, toAppError } from '../
 import { isServiceStopping } from '../../lifecycle.js';
 import type { Logger } from '../../logger.js';
 import { type Caller, userIdOf } from '../../ports/caller.js';
+import { RecentReads, SharedForgetting } from '../../ports/recent-reads.js';
 import type { ChatTurnService } from '../agent/index.js';
 import { noTurnRunning, peopleOnly, sessionNotFound, turnRunning } from './playground.errors.js';
 import * as store from './playground.store.js';
@@ -140,6 +141,13 @@ export interface PlaygroundDeps {
   now: () => Date;
   /** The longest message a turn accepts (characters). */
   maxMessageChars: number;
+  /**
+   * How long a session's row, read as a turn was admitted, serves the session's next turns on this instance (0:
+   * every turn reads it). What a turn reads of it (whose it is, its conversation) changes only by a deletion or a
+   * turn that starts a conversation, and those are told to every instance through the broadcast; only where it
+   * reaches every instance may rows be held (see `heldRowsMs` where the service is composed).
+   */
+  heldMs?: number;
 }
 
 const parseObject = (text: string): Record<string, unknown> => {
@@ -196,6 +204,9 @@ const CANCEL_CHANNEL = 'playground:cancel';
 /** A turn's hold on its session lapses after this long, should its instance die without releasing it. */
 const TURN_LOCK_MS = 15 * 60_000;
 const turnLock = (sessionId: string) => `playground:turn:${sessionId}`;
+const HELD_SESSIONS = 10_000;
+/** Where instances tell each other of sessions to read again: `session:<id>`, or `user:<id>` (all of theirs). */
+const SESSIONS_CHANGED_CHANNEL = 'playground-sessions-changed';
 
 /**
  * Chat sessions with the agent for people trying it out: their transcripts (tool calls and results included), and
@@ -206,19 +217,46 @@ export class PlaygroundService {
   readonly #running = new Map<string, { stop: AbortController; userId: string }>();
   /** Span writes not yet finished, so a turn's trace is stored before the turn is reported ended. */
   readonly #spanWrites = new Set<Promise<void>>();
+  /**
+   * Session rows as turns were admitted to them, by session id: the next turn in a session starts without reading
+   * it again (a statement before the model is asked, and the first of the turn to touch the database).
+   */
+  readonly #held: RecentReads<store.SessionRow>;
+  readonly #changes = new SharedForgetting<`session:${string}` | `user:${string}`>(
+    SESSIONS_CHANGED_CHANNEL,
+    (message) => this.#forget(message),
+    (err) => this.deps.logger.warn({ err }, 'changed playground session not broadcast'),
+  );
 
   constructor(private readonly deps: PlaygroundDeps) {
+    this.#held = new RecentReads(deps.heldMs ?? 0, HELD_SESSIONS);
     deps.telemetry.collect(SESSION_ATTRIBUTE, (sessionId, span) => this.#keepSpan(sessionId, span));
-    this.#stopListening = deps.turns.broadcast.subscribe(CANCEL_CHANNEL, (sessionId) =>
+    const stopCancels = deps.turns.broadcast.subscribe(CANCEL_CHANNEL, (sessionId) =>
       this.#running.get(sessionId)?.stop.abort(),
     );
+    const stopChanges = this.#changes.share(deps.turns.broadcast);
+    this.#stopListening = () => {
+      stopCancels();
+      stopChanges();
+    };
   }
 
   readonly #stopListening: () => void;
 
-  /** Stops listening for cancellations (shutdown). */
+  /** Stops listening for cancellations and changed sessions (shutdown). */
   close(): void {
     this.#stopListening();
+  }
+
+  /** Reads every session of the user afresh for their next turns, here and on every instance (erasure). */
+  async forgetSessionsOf(userId: string): Promise<void> {
+    await this.#changes.tell(`user:${userId}`);
+  }
+
+  #forget(message: string): void {
+    const [kind, id] = [message.slice(0, message.indexOf(':')), message.slice(message.indexOf(':') + 1)];
+    if (kind === 'session') this.#held.forget(id);
+    else if (kind === 'user') this.#held.forget((row) => row.user_id === id);
   }
 
   /** Whether a turn runs in the session, on any instance. */
@@ -293,6 +331,7 @@ export class PlaygroundService {
       updated_at: this.deps.now().toISOString(),
     };
     if (!(await store.updateSession(this.deps.db, row.user_id, row.id, updated))) throw sessionNotFound(id);
+    await this.#changes.tell(`session:${row.id}`);
     return toSession({ ...row, ...updated });
   }
 
@@ -300,6 +339,7 @@ export class PlaygroundService {
     const userId = personOrMissing(caller, id);
     const deleted = await this.deps.db.transaction().execute((trx) => store.deleteSession(trx, userId, id));
     if (!deleted) throw sessionNotFound(id);
+    await this.#changes.tell(`session:${id}`);
   }
 
   /**
@@ -308,7 +348,7 @@ export class PlaygroundService {
    * is an HTTP status rather than a stream event; the turn then runs in the session as read here.
    */
   async admit(caller: Caller, sessionId: string, message: string): Promise<AdmittedTurn> {
-    const session = await this.#session(caller, sessionId);
+    const session = await this.#heldSession(caller, sessionId);
     if (message.length > this.deps.maxMessageChars) {
       throw new ValidationError(`message is longer than ${this.deps.maxMessageChars} characters`, [
         { loc: ['body', 'message'], msg: `at most ${this.deps.maxMessageChars} characters`, type: 'too_long' },
@@ -471,6 +511,8 @@ export class PlaygroundService {
       model,
       updated_at: finishedAt,
     });
+    // A turn that started the session's conversation: every instance reads the session again for its next turn.
+    if (conversationId !== session.conversation_id) await this.#changes.tell(`session:${session.id}`);
     if (failure) {
       // A turn the shutdown stopped did not fail here: its client is told, and nothing needs looking into.
       if (failure.status >= 500 && !isServiceStopping(failure))
@@ -577,6 +619,20 @@ export class PlaygroundService {
 
   async #session(caller: Caller, id: string): Promise<store.SessionRow> {
     const row = await store.findSession(this.deps.db, personOrMissing(caller, id), id);
+    if (!row) throw sessionNotFound(id);
+    return row;
+  }
+
+  /**
+   * The session for a turn: as a turn was last admitted to it here, if that was the caller's, else read (and held).
+   * Only what turns read of a row is sure to be current: whose it is and its conversation.
+   */
+  async #heldSession(caller: Caller, id: string): Promise<store.SessionRow> {
+    const userId = personOrMissing(caller, id);
+    const now = this.deps.now().getTime();
+    const held = this.#held.get(id, now);
+    if (held?.user_id === userId) return held;
+    const row = await this.#held.read(id, now, () => store.findSession(this.deps.db, userId, id));
     if (!row) throw sessionNotFound(id);
     return row;
   }
