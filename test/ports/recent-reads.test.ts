@@ -75,15 +75,21 @@ describe('recent reads', () => {
   });
 });
 
+/** Two instances' forgetting on one channel, and what each heard to forget. */
+function twoInstances() {
+  const broadcast = createMemoryBroadcast();
+  const heard = { a: [] as string[], b: [] as string[] };
+  const unsent = (err: unknown) => {
+    throw err;
+  };
+  const a = new SharedForgetting<`key:${string}`>('changes', (m) => heard.a.push(m), unsent);
+  const b = new SharedForgetting<`key:${string}`>('changes', (m) => heard.b.push(m), unsent);
+  return { broadcast, heard, a, b };
+}
+
 describe('shared forgetting', () => {
   it('forgets here at once and, once shared, on every instance on the channel; stopped, it hears nothing more', async () => {
-    const broadcast = createMemoryBroadcast();
-    const heard = { a: [] as string[], b: [] as string[] };
-    const unsent = (err: unknown) => {
-      throw err;
-    };
-    const a = new SharedForgetting<`key:${string}`>('changes', (m) => heard.a.push(m), unsent);
-    const b = new SharedForgetting<`key:${string}`>('changes', (m) => heard.b.push(m), unsent);
+    const { broadcast, heard, a, b } = twoInstances();
     await a.tell('key:1'); // not shared yet: this instance only
     expect(heard).toEqual({ a: ['key:1'], b: [] });
 
@@ -102,13 +108,7 @@ describe('shared forgetting', () => {
   });
 
   it('tells only the other instances what this one keeps up to date itself', async () => {
-    const broadcast = createMemoryBroadcast();
-    const heard = { a: [] as string[], b: [] as string[] };
-    const unsent = (err: unknown) => {
-      throw err;
-    };
-    const a = new SharedForgetting<`key:${string}`>('changes', (m) => heard.a.push(m), unsent);
-    const b = new SharedForgetting<`key:${string}`>('changes', (m) => heard.b.push(m), unsent);
+    const { broadcast, heard, a, b } = twoInstances();
     a.share(broadcast);
     b.share(broadcast);
     await a.tellOthers('key:1');

@@ -58,14 +58,20 @@ describeWithService('connections across two instances on PostgreSQL and Redis', 
     return String(res.body.response);
   }
 
-  it('uses through B a connection, and its sealed secret, registered through A', async () => {
+  /** Registers, through A, a connection of alice's to the bearer upstream with its secret. */
+  async function registerBearer(name: string) {
     const created = await aliceA.post('/api/v1/connections', {
-      name: 'Bearer',
+      name,
       transport: 'streamable_http',
       url: bearer.url,
       auth: { kind: 'bearer', secret: 'sealed-secret-7' },
     });
     expect(created.status, JSON.stringify(created.body)).toBe(201);
+    return created;
+  }
+
+  it('uses through B a connection, and its sealed secret, registered through A', async () => {
+    const created = await registerBearer('Bearer');
     expect((await aliceB.get(`/api/v1/connections/${created.body.id as string}`)).body).toMatchObject({
       auth: { kind: 'bearer', secret_set: true },
     });
@@ -82,13 +88,7 @@ describeWithService('connections across two instances on PostgreSQL and Redis', 
   it("offers on B a connection registered through A after B held alice's list without it", async () => {
     // A turn on B offers alice's tools, and B holds the connections she can reach: none by this name yet.
     expect(await agentCall(aliceB, 'later__echo', { text: 'before' })).not.toContain('echo: before');
-    const created = await aliceA.post('/api/v1/connections', {
-      name: 'Later',
-      transport: 'streamable_http',
-      url: bearer.url,
-      auth: { kind: 'bearer', secret: 'sealed-secret-7' },
-    });
-    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const created = await registerBearer('Later');
     expect(await agentCall(aliceB, 'later__echo', { text: 'after' })).toContain('echo: after');
     // Renamed through A: B offers its tools under the new name at once.
     const id = created.body.id as string;

@@ -1,52 +1,19 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
-import type { App } from '../../src/app.js';
-import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
-import { startTestApp } from '../helpers/app.js';
+import { expect, it } from 'vitest';
 import { accessToken, call, createUser } from '../helpers/auth.js';
-import { REDIS_URL, describeWithService, probeRedis } from '../helpers/services.js';
+import { twoChatInstances } from '../helpers/instances.js';
+import { describeWithService, probeRedis } from '../helpers/services.js';
 
 /**
  * A playground turn streamed by one instance and stopped from another: the turn lock and the cancel signal go
  * through Redis. The model is a FAKE OpenAI-compatible API (no hosted model runs here) that streams slowly.
  */
 describeWithService('playground turns across two instances', await probeRedis(), () => {
-  let a: App;
-  let b: App;
-  let fake: FakeOpenAi;
-  let token: string;
-
-  beforeAll(async () => {
-    fake = await startFakeOpenAi(['gpt-test']);
-    fake.chunkDelayMs = 40;
-    const env = {
-      DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'pg-cancel-')), 'agent.db')}`,
-      REDIS_URL,
-      REDIS_PREFIX: `cancel-${randomBytes(4).toString('hex')}:`,
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: fake.url,
-      LLM_MODEL: 'gpt-test',
-      LLM_API_KEY: 'sk-fake',
-    };
-    a = await startTestApp(env);
-    b = await startTestApp(env);
-    await createUser(a, 'alice');
-    token = await accessToken(a, 'alice');
-  }, 60_000);
-
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await fake?.close();
-  });
-
-  const playground = (app: App, method: string, path: string, body?: unknown) =>
-    call(app, method, path, { token, listener: 'playground', ...(body !== undefined && { body }) });
+  const instances = twoChatInstances('cancel');
+  const { playground } = instances;
 
   it('a turn streaming on A is stopped from B, and B refuses a second turn meanwhile', async () => {
+    const { a, b, fake, token } = instances;
+    fake.chunkDelayMs = 40;
     fake.replies.push({ text: Array.from({ length: 80 }, (_, i) => `word${i}`).join(' ') });
     const session = (await playground(a, 'POST', '/api/playground/sessions', { name: 'shared' })).body
       .session_id as string;
@@ -83,6 +50,7 @@ describeWithService('playground turns across two instances', await probeRedis(),
   });
 
   it("another user's session cannot be cancelled (404, as if it did not exist)", async () => {
+    const { a, b } = instances;
     await createUser(a, 'mallory');
     const session = (await playground(a, 'POST', '/api/playground/sessions', { name: 'mine' })).body
       .session_id as string;

@@ -1,13 +1,7 @@
-import { randomBytes } from 'node:crypto';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterAll, beforeAll, expect, it } from 'vitest';
+import { expect, it } from 'vitest';
 import type { App } from '../../src/app.js';
-import { type FakeOpenAi, startFakeOpenAi } from '../fakes/openai.js';
-import { startTestApp } from '../helpers/app.js';
-import { accessToken, call, createUser } from '../helpers/auth.js';
-import { REDIS_URL, describeWithService, probeRedis } from '../helpers/services.js';
+import { twoChatInstances } from '../helpers/instances.js';
+import { describeWithService, probeRedis } from '../helpers/services.js';
 
 /**
  * What a playground turn holds on to for the next one (the session's row, its conversation's) is let go on every
@@ -15,47 +9,20 @@ import { REDIS_URL, describeWithService, probeRedis } from '../helpers/services.
  * the other did. The model is a FAKE OpenAI-compatible API (no hosted model runs here) that records each request.
  */
 describeWithService('turn state held across two instances', await probeRedis(), () => {
-  let a: App;
-  let b: App;
-  let fake: FakeOpenAi;
-  let token: string;
-
-  beforeAll(async () => {
-    fake = await startFakeOpenAi(['gpt-test']);
-    const env = {
-      DATABASE_URL: `sqlite:${join(mkdtempSync(join(tmpdir(), 'turn-state-')), 'agent.db')}`,
-      REDIS_URL,
-      REDIS_PREFIX: `turn-state-${randomBytes(4).toString('hex')}:`,
-      LLM_PROVIDER: 'openai',
-      LLM_BASE_URL: fake.url,
-      LLM_MODEL: 'gpt-test',
-      LLM_API_KEY: 'sk-fake',
-    };
-    a = await startTestApp(env);
-    b = await startTestApp(env);
-    await createUser(a, 'alice');
-    token = await accessToken(a, 'alice');
-  }, 60_000);
-
-  afterAll(async () => {
-    await a?.close();
-    await b?.close();
-    await fake?.close();
-  });
-
-  const playground = (app: App, method: string, path: string, body?: unknown) =>
-    call(app, method, path, { token, listener: 'playground', ...(body !== undefined && { body }) });
+  const instances = twoChatInstances('turn-state');
+  const { playground } = instances;
   const newSession = async (app: App) =>
     (await playground(app, 'POST', '/api/playground/sessions', { name: 'shared' })).body.session_id as string;
   const chat = (app: App, session: string, message: string) =>
     playground(app, 'POST', '/api/playground/chat', { session_id: session, message });
   /** What the model was last asked, one line per message. */
   const lastAsked = () =>
-    (fake.requests.at(-1)?.body as { messages: { role: string; content: string }[] }).messages.map(
+    (instances.fake.requests.at(-1)?.body as { messages: { role: string; content: string }[] }).messages.map(
       (m) => `${m.role}: ${m.content}`,
     );
 
   it('sends the model what a turn on B added when the next turn runs on A', async () => {
+    const { a, b, fake } = instances;
     const session = await newSession(a);
     fake.replies.push({ text: 'one' }, { text: 'two' }, { text: 'three' }, { text: 'four' });
     // Two turns on A: the second continues the conversation A read, and holds.
@@ -75,6 +42,7 @@ describeWithService('turn state held across two instances', await probeRedis(), 
   });
 
   it('refuses a turn on A in a session deleted through B, though A ran its last turn', async () => {
+    const { a, b, fake } = instances;
     const session = await newSession(a);
     expect((await chat(a, session, 'hello')).status).toBe(200);
     expect((await chat(a, session, 'again')).status).toBe(200);
