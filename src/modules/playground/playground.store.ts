@@ -39,12 +39,17 @@ const sessionOf = prepared((db: Kysely<Database>, userId: string, id: string) =>
 );
 
 /** The user's sessions, most recently active first, with how many messages each holds. */
-export function listSessions(
+export async function listSessions(
   db: Executor,
   userId: string,
   window: { limit: number; offset: number },
 ): Promise<(SessionRow & { message_count: number })[]> {
-  return db
+  const rows = await sessionsPage(db, userId, window.limit, window.offset);
+  return rows.map((row) => ({ ...row, message_count: Number(row.message_count ?? 0) }));
+}
+
+const sessionsPage = prepared((db: Kysely<Database>, userId: string, limit: number, offset: number) =>
+  db
     .selectFrom('playground_sessions as s')
     .selectAll('s')
     .select((eb) =>
@@ -57,11 +62,9 @@ export function listSessions(
     .where('s.user_id', '=', userId)
     .orderBy('s.updated_at', 'desc')
     .orderBy('s.id')
-    .limit(window.limit)
-    .offset(window.offset)
-    .execute()
-    .then((rows) => rows.map((row) => ({ ...row, message_count: Number(row.message_count ?? 0) })));
-}
+    .limit(limit)
+    .offset(offset),
+);
 
 /** Changes the user's session; false when it is not theirs (or gone), and then nothing changed. */
 export async function updateSession(
