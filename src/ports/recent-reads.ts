@@ -26,6 +26,11 @@ export class RecentReads<V> {
     return undefined;
   }
 
+  /** The value read within the last `ttlMs`, else what `read` finds now (remembered as `read` says). */
+  async through<T extends V | undefined>(key: string, now: number, read: () => Promise<T>): Promise<V | T> {
+    return this.get(key, now) ?? this.read(key, now, read);
+  }
+
   /** Reads `key` with `read`, and remembers what it found unless something was forgotten while it read. */
   async read<T extends V | undefined>(key: string, now: number, read: () => Promise<T>): Promise<T> {
     const forgotten = this.#forgotten;
@@ -61,6 +66,12 @@ export class RecentReads<V> {
     }
     for (const [key, { value }] of this.#entries) if (which(value)) this.#entries.delete(key);
   }
+}
+
+/** A message to forget by, `<kind>:<id>` (`session:…`, `user:…`), as its kind and the id after the first colon. */
+export function kindAndId(message: string): { kind: string; id: string } {
+  const at = message.indexOf(':');
+  return { kind: message.slice(0, at), id: message.slice(at + 1) };
 }
 
 /** How a message for the other instances begins: then the sender's origin, a space, and the message. */

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { createMemoryBroadcast } from '../../src/adapters/broadcast/memory.js';
-import { RecentReads, SharedForgetting } from '../../src/ports/recent-reads.js';
+import { RecentReads, SharedForgetting, kindAndId } from '../../src/ports/recent-reads.js';
 
 /** A read that answers when told to, to forget things while it is under way. */
 function pendingRead(value: string | undefined) {
@@ -17,6 +17,16 @@ describe('recent reads', () => {
     expect(reads.get('a', 1_000)).toBeUndefined();
     expect(await reads.read('a', 1_000, () => Promise.resolve(undefined))).toBeUndefined();
     expect(reads.get('a', 1_001)).toBeUndefined(); // nothing found is not remembered
+  });
+
+  it('answers through the remembered value while it lasts, and reads once it has expired', async () => {
+    const reads = new RecentReads<string>(1_000, 10);
+    let count = 0;
+    const read = () => Promise.resolve(`read ${++count}`);
+    expect(await reads.through('a', 0, read)).toBe('read 1');
+    expect(await reads.through('a', 999, read)).toBe('read 1');
+    expect(await reads.through('a', 1_000, read)).toBe('read 2');
+    expect(count).toBe(2);
   });
 
   it('remembers nothing with a ttl of 0', async () => {
@@ -88,6 +98,11 @@ function twoInstances() {
 }
 
 describe('shared forgetting', () => {
+  it('splits a message into its kind and the id after the first colon', () => {
+    expect(kindAndId('session:abc')).toEqual({ kind: 'session', id: 'abc' });
+    expect(kindAndId('owner:user:42')).toEqual({ kind: 'owner', id: 'user:42' });
+  });
+
   it('forgets here at once and, once shared, on every instance on the channel; stopped, it hears nothing more', async () => {
     const { broadcast, heard, a, b } = twoInstances();
     await a.tell('key:1'); // not shared yet: this instance only

@@ -199,8 +199,7 @@ export class ApiKeysService {
       throw new UnauthorizedError('Invalid API key', { code: CallerErrorCode.InvalidToken });
     const keyHash = hashSecret(key);
     const now = this.now().getTime();
-    const resolved =
-      this.#resolved.get(keyHash, now) ?? (await this.#resolved.read(keyHash, now, () => this.#read(keyHash)));
+    const resolved = await this.#resolved.through(keyHash, now, () => this.#read(keyHash));
     const { row, user, expiresAt } = resolved;
     if (expiresAt <= now) {
       throw new UnauthorizedError('API key has expired', {

@@ -165,8 +165,7 @@ export class ConnectionsService {
     const userId = userIdOf(caller);
     const key = userId ?? SHARED;
     const now = this.deps.now().getTime();
-    const rows =
-      this.#held.get(key, now) ?? (await this.#held.read(key, now, () => listReachable(this.deps.db, userId)));
+    const rows = await this.#held.through(key, now, () => listReachable(this.deps.db, userId));
     const allowed = await Promise.all(rows.map((row) => this.#mayUse(caller, row)));
     return rows.filter((_, i) => allowed[i]);
   }

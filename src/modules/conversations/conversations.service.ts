@@ -5,7 +5,7 @@ import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { ChatMessage, ToolCall } from '../../adapters/llm/port.js';
 import type { Database } from '../../db/database.js';
 import { CommonErrorCode, NotFoundError } from '../../errors.js';
-import { RecentReads, SharedForgetting } from '../../ports/recent-reads.js';
+import { RecentReads, SharedForgetting, kindAndId } from '../../ports/recent-reads.js';
 import { prepared } from '../../db/prepared.js';
 import { SEARCHED_ROLES, ftsMatchExpression, isPostgres, queryWords, searchKey } from '../../db/full-text.js';
 import type { ConversationsTable, MessagesTable } from './conversations.tables.js';
@@ -208,8 +208,7 @@ export class ConversationsService {
   }
 
   #forget(message: string): void {
-    const at = message.indexOf(':');
-    const [kind, id] = [message.slice(0, at), message.slice(at + 1)];
+    const { kind, id } = kindAndId(message);
     if (kind === 'conversation') this.#held.forget(id);
     else if (kind === 'owner') this.#held.forget((row) => row.owner === id);
   }
@@ -241,8 +240,7 @@ export class ConversationsService {
   /** The conversation if `subject` may `relation` it; otherwise 404, so existence does not leak. */
   async access(subject: string, id: string, relation: 'viewer' | 'owner' = 'viewer'): Promise<Conversation> {
     const now = this.now().getTime();
-    const row =
-      this.#held.get(id, now) ?? (await this.#held.read(id, now, async () => (await conversationById(this.db, id))[0]));
+    const row = await this.#held.through(id, now, async () => (await conversationById(this.db, id))[0]);
     if (!row || !(await this.authz.check(subject, relation, `conversation:${id}`))) {
       throw new NotFoundError(`Conversation ${id} not found`, { code: CommonErrorCode.NotFound });
     }

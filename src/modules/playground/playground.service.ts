@@ -9,7 +9,7 @@ import { type AppError, CommonErrorCode, ValidationError, toAppError } from '../
 import { isServiceStopping } from '../../lifecycle.js';
 import type { Logger } from '../../logger.js';
 import { type Caller, userIdOf } from '../../ports/caller.js';
-import { RecentReads, SharedForgetting } from '../../ports/recent-reads.js';
+import { RecentReads, SharedForgetting, kindAndId } from '../../ports/recent-reads.js';
 import type { ChatTurnService } from '../agent/index.js';
 import { noTurnRunning, peopleOnly, sessionNotFound, turnRunning } from './playground.errors.js';
 import * as store from './playground.store.js';
@@ -254,7 +254,7 @@ export class PlaygroundService {
   }
 
   #forget(message: string): void {
-    const [kind, id] = [message.slice(0, message.indexOf(':')), message.slice(message.indexOf(':') + 1)];
+    const { kind, id } = kindAndId(message);
     if (kind === 'session') this.#held.forget(id);
     else if (kind === 'user') this.#held.forget((row) => row.user_id === id);
   }
