@@ -57,21 +57,20 @@ export interface RequestScope {
 }
 
 /**
- * What the request scope holds: the request and its response while it runs, and once it has ended only what
+ * What the request scope holds: the request and its response until the response has finished, then only what
  * `currentRequest` tells. Every timer, promise and socket write made while a request runs keeps the scope it was
  * made in, and some outlive the request: the keep-alive timer of its connection, armed as the response finishes,
- * lives until the next response on that connection. A scope that kept the request and the response kept their whole
- * graph (headers, body, parsed message, the response's head) alive that long, about twice each request's own life:
- * enough for a busy server's requests to outlive two young-generation collections and be promoted, a megabyte or so a
- * collection at 50 connections, which the old generation's collections then paid for.
+ * lives until the next response on that connection, up to the keep-alive timeout on an idle one. A scope that kept
+ * the request and the response kept their whole graph (headers, body, parsed message, the response's head) alive
+ * that long. A response that never finishes (its client left) keeps them only while the work it started lasts.
  */
 interface Scope {
   id: string;
   listener: string;
   method: string;
-  /** While the request runs. */
-  running?: { req: IncomingMessage; res: ServerResponse };
-  /** Once it has ended: the logged URL, as it was then. */
+  req?: IncomingMessage;
+  res?: ServerResponse;
+  /** Once the response has finished: the logged URL, as it was then. */
   url?: string;
 }
 
@@ -81,16 +80,15 @@ const scope = new AsyncLocalStorage<Scope>();
 export function currentRequest(): RequestScope | undefined {
   const current = scope.getStore();
   if (!current) return undefined;
-  const { id, listener, method, running } = current;
-  return { id, listener, method, url: running ? loggedUrl(running.req, running.res) : (current.url ?? '') };
+  const { id, listener, method, req, res } = current;
+  return { id, listener, method, url: req && res ? loggedUrl(req, res) : (current.url ?? '') };
 }
 
-/** Lets go of the request and its response, keeping what `currentRequest` tells of them. */
-function endScope(current: Scope): void {
-  const { running } = current;
-  if (!running) return;
-  current.url = loggedUrl(running.req, running.res);
-  current.running = undefined;
+/** Lets go of the request and its response, keeping what `currentRequest` tells of them: the logged URL. */
+function endScope(current: Scope, url: string): void {
+  current.url = url;
+  current.req = undefined;
+  current.res = undefined;
 }
 
 const LOG_SOURCE = Symbol('request log source');
@@ -133,9 +131,9 @@ export function requestContext(logger: Logger, listener: string): RequestHandler
     req.id = id;
     res.setHeader('X-Request-Id', id);
     (req as WithLogSource)[LOG_SOURCE] = { logger, listener };
-    const current: Scope = { id, listener, method: req.method ?? '', running: { req, res } };
+    const current: Scope = { id, listener, method: req.method ?? '', req, res, url: undefined };
     res.once('finish', () => {
-      endScope(current);
+      endScope(current, loggedUrl(req, res));
       const level = levelOf(req, res);
       if (!lines.isLevelEnabled(level)) return;
       const failed = res.statusCode >= 500;
@@ -149,8 +147,6 @@ export function requestContext(logger: Logger, listener: string): RequestHandler
         failed ? 'request errored' : 'request completed',
       );
     });
-    // A response that never finishes (its client left) ends here.
-    res.once('close', () => endScope(current));
     scope.run(current, next);
   };
 }
