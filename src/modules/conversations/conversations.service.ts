@@ -49,7 +49,9 @@ type SearchRow = Pick<Selectable<MessagesTable>, 'id' | 'conversation_id' | 'rol
 
 export type NewMessage = ChatMessage & { promptTokens?: number; completionTokens?: number };
 
-const toConversation = (row: Selectable<ConversationsTable>): Conversation => ({
+type ConversationRow = Selectable<ConversationsTable>;
+
+const toConversation = (row: ConversationRow): Conversation => ({
   id: row.id,
   owner: row.owner,
   title: row.title,
@@ -146,8 +148,6 @@ const HELD_CONVERSATIONS = 10_000;
 /** Where instances tell each other of conversations to read again: `conversation:<id>`, or `owner:<subject>`. */
 const CONVERSATIONS_CHANGED_CHANNEL = 'conversations-changed';
 
-type ConversationRow = Selectable<ConversationsTable>;
-
 const conversationById = prepared((db: Kysely<Database>, id: string) =>
   db.selectFrom('conversations').selectAll().where('id', '=', id),
 );
@@ -221,7 +221,7 @@ export class ConversationsService {
 
   async create(owner: string, title: string): Promise<Conversation> {
     const at = this.now().toISOString();
-    const row: Selectable<ConversationsTable> = {
+    const row: ConversationRow = {
       id: randomUUID(),
       owner,
       title: title.replace(/\s+/g, ' ').trim().slice(0, 120) || 'New conversation',
