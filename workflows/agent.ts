@@ -357,7 +357,7 @@ export function createAgent(deps: AgentDeps): Agent & { forget(conversationId: s
         { ...userMessage, promptTokens: usage.promptTokens },
         ...produced.map((m, i) => (i === produced.length - 1 ? { ...m, completionTokens: usage.completionTokens } : m)),
       ];
-      await deps.conversations.append(conversation.id, records);
+      await deps.conversations.append(conversation, records);
       keep(conversation.id, state.messages);
       yield {
         type: 'done',

@@ -1,6 +1,5 @@
 import { describe, expect, it } from 'vitest';
 import { createOfflineLlm } from '../../src/adapters/llm/offline.js';
-import type { App } from '../../src/app.js';
 import type { AgentTurn, MessageResponse } from '../../src/modules/agent/agent.port.js';
 import type { Caller } from '../../src/ports/caller.js';
 import { createAgent } from '../../workflows/agent.js';
@@ -63,8 +62,9 @@ async function turn(
 }
 
 /** What another instance's turn leaves: two more messages in the record, none in this agent's memory. */
-async function turnElsewhere(app: App, conversationId: string): Promise<void> {
-  await app.services.conversations.append(conversationId, [
+async function turnElsewhere({ app, caller }: Setup, conversationId: string): Promise<void> {
+  const conversation = await app.services.conversations.access(caller.subject, conversationId, 'owner');
+  await app.services.conversations.append(conversation, [
     { role: 'user', content: 'Asked on another instance' },
     { role: 'assistant', content: 'Answered there' },
   ]);
@@ -88,7 +88,7 @@ describe("the agent's history at hand", () => {
     const setup = await setUp();
     const first = await turn(setup, 'The first question');
     const conversationId = first.response.conversation_id;
-    await turnElsewhere(setup.app, conversationId);
+    await turnElsewhere(setup, conversationId);
 
     const next = await turn(setup, 'The next question', conversationId);
     expect(next.readsBeforeAnswer).toBe(1);

@@ -37,7 +37,7 @@ export function conversationSearchContract(dialect: Dialect): void {
       const conversation = await app.services.conversations.create(owner, title);
       for (const [label, message] of messages) {
         clock.advance(1_000);
-        await app.services.conversations.append(conversation.id, [message]);
+        await app.services.conversations.append(conversation, [message]);
         const stored = await app.services.conversations.messages(conversation.id);
         ids.set(label, stored.at(-1)!.id);
       }
@@ -226,6 +226,27 @@ export function conversationSearchContract(dialect: Dialect): void {
       expect(await app.services.conversations.search('user:nobody', 'deploy', 50)).toEqual([]);
     });
 
+    it('appends to a conversation only for the owner it is named with: for another, a 404 that changes nothing', async () => {
+      const { conversations } = app.services;
+      const db = app.infrastructure.db.kysely;
+      const owner = 'user:appending-owner';
+      const theirs = await conversations.create(owner, 'Zzyzx notes');
+      await conversations.append(theirs, [{ role: 'user', content: 'zzyzx first', promptTokens: 3 }]);
+      const stored = async () => ({
+        row: await db.selectFrom('conversations').selectAll().where('id', '=', theirs.id).executeTakeFirstOrThrow(),
+        messages: await conversations.messages(theirs.id),
+      });
+      const before = await stored();
+      expect(before.row).toMatchObject({ owner, message_count: 1, prompt_tokens: 3 });
+
+      await expect(
+        conversations.append({ id: theirs.id, owner: 'user:someone-else' }, [
+          { role: 'assistant', content: 'zzyzx not theirs', completionTokens: 5 },
+        ]),
+      ).rejects.toMatchObject({ status: 404 });
+      expect(await stored()).toEqual(before);
+    });
+
     it('keeps the index in step when a message is changed or its conversation deleted', async () => {
       const scratch = await say(alice, 'Scratch', [['quokka', { role: 'user', content: 'A quokka smiles.' }]]);
       expect(await search('quokka')).toEqual(['quokka']);
@@ -304,7 +325,9 @@ export function conversationSearchContract(dialect: Dialect): void {
           { id: 'm3', content_key: 'legacy tool output' },
         ]);
         // As good a match as m2, and newer.
-        await conversations.append('c1', [{ role: 'assistant', content: 'Legacy, LEGACY: legacy.' }]);
+        await conversations.append({ id: 'c1', owner: 'user:old' }, [
+          { role: 'assistant', content: 'Legacy, LEGACY: legacy.' },
+        ]);
         expect((await conversations.search('user:old', 'legacy', 10)).map((h) => h.messageId)).toEqual([
           expect.any(String),
           'm2',

@@ -90,14 +90,12 @@ describe('embedded search', () => {
   it('looks only in the caller’s own conversations, after the documentation', async () => {
     const app = await startApp();
     const alice = await app.services.conversations.create('user:alice', 'Token questions');
-    await app.services.conversations.append(alice.id, [
+    await app.services.conversations.append(alice, [
       { role: 'user', content: 'How long does a refresh token live?' },
       { role: 'assistant', content: 'Thirty days.' },
     ]);
     const bob = await app.services.conversations.create('user:bob', 'Bob on tokens');
-    await app.services.conversations.append(bob.id, [
-      { role: 'user', content: 'Bob asks about the refresh token too' },
-    ]);
+    await app.services.conversations.append(bob, [{ role: 'user', content: 'Bob asks about the refresh token too' }]);
     const search = createEmbeddedSearch(app.services.conversations, DOCS);
 
     const results = await search.search('refresh token', { limit: 10, subject: 'user:alice' });
@@ -115,7 +113,7 @@ describe('embedded search', () => {
   it('returns at most limit results', async () => {
     const app = await startApp();
     const conversation = await app.services.conversations.create('user:alice', 'Tokens');
-    await app.services.conversations.append(conversation.id, [{ role: 'user', content: 'refresh token please' }]);
+    await app.services.conversations.append(conversation, [{ role: 'user', content: 'refresh token please' }]);
     const search = createEmbeddedSearch(app.services.conversations, DOCS);
 
     const one = await search.search('refresh token', { limit: 1, subject: 'user:alice' });

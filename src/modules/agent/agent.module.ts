@@ -73,8 +73,8 @@ export function createAgentModule(deps: AgentModuleDeps): Module<AgentParts> {
     conversations &&
     (async (caller, conversationId, messages) => {
       try {
-        await conversations.access(subjectOf(caller), conversationId, 'owner');
-        await conversations.append(conversationId, messages);
+        const conversation = await conversations.access(subjectOf(caller), conversationId, 'owner');
+        await conversations.append(conversation, messages);
         // LangGraph's checkpoint holds at most the turn's first steps, and the recorded conversation is the truth:
         // without a checkpoint, the next turn starts from the record, stopped answer included.
         await (await built()).deleteThread(conversationId);

@@ -264,15 +264,31 @@ export class ConversationsService {
   }
 
   /**
-   * Appends messages in order and adds their token counts to the conversation's. Keyed by conversation alone, as
-   * `messages` is: call it only with a conversation `access` admitted as `owner`.
+   * Appends messages in order and adds their token counts to the conversation's: the conversation as `access`
+   * answered it to a caller admitted as `owner`. Its row is changed by id and owner, and the messages go in only
+   * once it was: a conversation that is not its owner's, or is gone, is a 404 and changes nothing.
    */
-  async append(id: string, messages: NewMessage[]): Promise<void> {
+  async append(conversation: Pick<Conversation, 'id' | 'owner'>, messages: NewMessage[]): Promise<void> {
     if (messages.length === 0) return;
+    const { id, owner } = conversation;
     const at = this.now().toISOString();
     const promptTokens = messages.reduce((n, m) => n + (m.promptTokens ?? 0), 0);
     const completionTokens = messages.reduce((n, m) => n + (m.completionTokens ?? 0), 0);
     await this.db.transaction().execute(async (trx) => {
+      const counted = await trx
+        .updateTable('conversations')
+        .set((eb) => ({
+          message_count: eb('message_count', '+', messages.length),
+          prompt_tokens: eb('prompt_tokens', '+', promptTokens),
+          completion_tokens: eb('completion_tokens', '+', completionTokens),
+          updated_at: at,
+          last_message_at: at,
+        }))
+        .where('id', '=', id)
+        .where('owner', '=', owner)
+        .executeTakeFirst();
+      if (Number(counted.numUpdatedRows) !== 1)
+        throw new NotFoundError(`Conversation ${id} not found`, { code: CommonErrorCode.NotFound });
       const { last } = await trx
         .selectFrom('messages')
         .select((eb) => eb.fn.max<number | null>('seq').as('last'))
@@ -297,17 +313,6 @@ export class ConversationsService {
             created_at: at,
           })),
         )
-        .execute();
-      await trx
-        .updateTable('conversations')
-        .set((eb) => ({
-          message_count: eb('message_count', '+', messages.length),
-          prompt_tokens: eb('prompt_tokens', '+', promptTokens),
-          completion_tokens: eb('completion_tokens', '+', completionTokens),
-          updated_at: at,
-          last_message_at: at,
-        }))
-        .where('id', '=', id)
         .execute();
     });
     this.#held.revise(id, (row) => ({
