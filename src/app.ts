@@ -80,8 +80,8 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const { db, redis, authz } = infrastructure;
   const { system, health, started: modules, services } = buildModules(config, infrastructure, base, overrides);
 
-  // A session ended on any instance is forgotten by every instance's session cache.
-  const stopSharingSessionEnds = services.auth.auth.shareSessionEnds(infrastructure.broadcast);
+  // What one instance's caches forget (a session ended, a key rotated, a conversation grown), every instance's do.
+  const stopSharing = modules.flatMap((module) => module.shares ?? []).map((share) => share(infrastructure.broadcast));
   const resolveCaller = createCallerResolver({
     bearer: (token) => services.auth.authenticateBearer(token),
     sessionCookie: (credential) => services.auth.auth.authenticateSession(credential),
@@ -200,7 +200,7 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
         await health.stop?.();
         for (const module of [...modules].reverse()) await module.stop?.();
         await infrastructure.telemetry.shutdown().catch((err: unknown) => logger.warn({ err }, 'span export failed'));
-        stopSharingSessionEnds();
+        for (const stop of stopSharing) stop();
         await infrastructure.broadcast.close();
         if (redis) await redis.quit().catch(() => redis.disconnect());
         await db.destroy();

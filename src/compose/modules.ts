@@ -119,7 +119,6 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     db,
     ...credentials,
     logger,
-    broadcast: infrastructure.broadcast,
     onUserRevoked: (listener) => auth.service.auth.onUserRevoked(listener),
   });
   const oauth = createOAuthModule({
@@ -176,7 +175,6 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     db: db.kysely,
     authz,
     now,
-    broadcast: infrastructure.broadcast,
     logger,
     heldMs: heldRowsMs,
   });
@@ -197,7 +195,6 @@ export function buildModules(config: Config, infrastructure: Infrastructure, bas
     config: config.connections,
     publicUrl: config.publicUrl,
     breakerFor: (id) => infrastructure.breakerFor(id),
-    broadcast: infrastructure.broadcast,
     heldMs: heldRowsMs,
     approvals: stores.ephemeral,
     // The configured address, else the playground listener's own (known once it listens).

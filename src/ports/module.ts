@@ -1,4 +1,5 @@
 import type { ErrorRequestHandler, Router } from 'express';
+import type { Broadcast } from '../adapters/broadcast/port.js';
 import type { ListenerName } from '../http/listener.js';
 import type { RouteGroup } from '../http/route.js';
 import type { ExportPart } from './data-export.js';
@@ -32,6 +33,12 @@ export interface Module<Service> {
   readonly erasure?: ErasurePart[];
   /** What a user's data export shows of what this module keeps. */
   readonly exports?: ExportPart[];
+  /**
+   * What the module's instances tell each other through the broadcast (what their caches must forget on every
+   * instance): each is shared as the service is composed, and the stop it returns runs at shutdown, once the modules
+   * have stopped.
+   */
+  readonly shares?: ((broadcast: Broadcast) => () => void)[];
   /** Runs once at start-up, in the order the composition root lists the modules. */
   start?(): Promise<void>;
   /** Runs once at shutdown, in reverse order, after the listeners have drained. */

@@ -1,4 +1,3 @@
-import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { Module } from '../../ports/module.js';
 import { apiKeyRoutes } from './api-keys.routes.js';
 import { API_KEY_TOKEN_FAMILY, ApiKeysService } from './api-keys.service.js';
@@ -8,8 +7,6 @@ export type ApiKeysModuleDeps = ConstructorParameters<typeof ApiKeysService>[0] 
   registerTokenFamily: (family: string, isLive: (sid: string, subject: string) => Promise<boolean>) => void;
   /** Tells of each user whose sessions all ended (AuthService.onUserRevoked): their keys are read afresh. */
   onUserRevoked: (listener: (userId: string) => void) => void;
-  /** Where instances tell each other of rotated and deleted keys. */
-  broadcast: Broadcast;
 };
 
 /** Long-lived per-user API keys, the X-API-Key credential and the gateway's key-for-token exchange. */
@@ -17,16 +14,11 @@ export function createApiKeysModule(deps: ApiKeysModuleDeps): Module<ApiKeysServ
   const service = new ApiKeysService(deps);
   deps.registerTokenFamily(API_KEY_TOKEN_FAMILY, (sid, subject) => service.isLive(sid, subject));
   deps.onUserRevoked((userId) => service.forgetUser(userId));
-  let stopSharing: (() => void) | undefined;
   return {
     name: 'api-keys',
     service,
     routes: { main: [apiKeyRoutes(service)] },
     erasure: [{ step: 'api_keys', run: ({ user, db }) => service.deleteAllOf(user.id, db) }],
-    start: () => {
-      stopSharing = service.shareKeyChanges(deps.broadcast);
-      return Promise.resolve();
-    },
-    stop: () => stopSharing?.(),
+    shares: [(broadcast) => service.shareKeyChanges(broadcast)],
   };
 }

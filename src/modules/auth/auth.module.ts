@@ -86,6 +86,8 @@ export function createAuthModule(deps: AuthModuleDeps): Module<Auth> {
   return {
     name: 'auth',
     service: { auth, authenticateBearer, tokens, keys, sso },
+    // A session ended on any instance is forgotten by every instance's session cache.
+    shares: [(broadcast) => auth.shareSessionEnds(broadcast)],
     routes: {
       main: [signIn, verify, wellKnown, ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : [])],
       // The web UIs sign in on their own origin (their strict CSP allows no other).

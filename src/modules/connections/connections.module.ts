@@ -35,14 +35,10 @@ export type { ConnectionOperations, ConnectionsModuleDeps };
 export function createConnectionsModule(deps: ConnectionsModuleDeps): Module<ConnectionOperations> {
   const service = createConnectionOperations(deps);
   const routes = [connectionRoutes(service)];
-  let stopSharing: (() => void) | undefined;
   return {
     name: 'connections',
     service,
-    start: () => {
-      stopSharing = service.service.shareChanges(deps.broadcast);
-      return Promise.resolve();
-    },
+    shares: [(broadcast) => service.service.shareChanges(broadcast)],
     routes: { main: routes, playground: routes, builder: routes },
     healthChecks: [connectionsHealthCheck(deps, service)],
     erasure: [
@@ -98,9 +94,6 @@ export function createConnectionsModule(deps: ConnectionsModuleDeps): Module<Con
         },
       },
     ],
-    stop: () => {
-      stopSharing?.();
-      return service.pool.stop();
-    },
+    stop: () => service.pool.stop(),
   };
 }

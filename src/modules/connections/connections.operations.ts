@@ -1,7 +1,6 @@
 import type { Kysely } from 'kysely';
 import type { Registry } from 'prom-client';
 import type { AuthzService } from '../../adapters/authz/port.js';
-import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { EphemeralStore } from '../../adapters/ephemeral/port.js';
 import type { Config } from '../../config.js';
 import type { Database } from '../../db/database.js';
@@ -37,8 +36,6 @@ export interface ConnectionsModuleDeps {
   connectPage: () => string;
   /** A breaker per connection (the infrastructure's circuit breaker). */
   breakerFor: (connectionId: string) => UpstreamBreaker;
-  /** Where instances tell each other that connections changed. */
-  broadcast: Broadcast;
   /** How long the connections a user can reach, once read, are held (ConnectionsService); absent: not at all. */
   heldMs?: number;
 }

@@ -1,6 +1,5 @@
 import type { Kysely } from 'kysely';
 import type { AuthzService } from '../../adapters/authz/port.js';
-import type { Broadcast } from '../../adapters/broadcast/port.js';
 import type { Database } from '../../db/database.js';
 import type { Logger } from '../../logger.js';
 import type { Module } from '../../ports/module.js';
@@ -12,8 +11,6 @@ export interface ConversationsModuleDeps {
   /** Where ownership and sharing of conversations are written and checked. */
   authz: AuthzService;
   now: () => Date;
-  /** Where instances tell each other of conversations that grew or went. */
-  broadcast: Broadcast;
   logger: Logger;
   /** How long a conversation's row, once read, is held (ConversationsService); 0 or absent: not at all. */
   heldMs?: number;
@@ -25,15 +22,10 @@ export function createConversationsModule(deps: ConversationsModuleDeps): Module
     ...(deps.heldMs !== undefined && { heldMs: deps.heldMs }),
     unsent: (err) => deps.logger.warn({ err }, 'changed conversation not broadcast'),
   });
-  let stopSharing: (() => void) | undefined;
   return {
     name: 'conversations',
     service,
-    start: () => {
-      stopSharing = service.shareChanges(deps.broadcast);
-      return Promise.resolve();
-    },
-    stop: () => stopSharing?.(),
+    shares: [(broadcast) => service.shareChanges(broadcast)],
     erasure: [
       {
         step: 'authorization_tuples',

@@ -231,21 +231,24 @@ export class PlaygroundService {
   constructor(private readonly deps: PlaygroundDeps) {
     this.#held = new RecentReads(deps.heldMs ?? 0, HELD_SESSIONS);
     deps.telemetry.collect(SESSION_ATTRIBUTE, (sessionId, span) => this.#keepSpan(sessionId, span));
-    const stopCancels = deps.turns.broadcast.subscribe(CANCEL_CHANNEL, (sessionId) =>
+    this.#stopCancels = deps.turns.broadcast.subscribe(CANCEL_CHANNEL, (sessionId) =>
       this.#running.get(sessionId)?.stop.abort(),
     );
-    const stopChanges = this.#changes.share(deps.turns.broadcast);
-    this.#stopListening = () => {
-      stopCancels();
-      stopChanges();
-    };
   }
 
-  readonly #stopListening: () => void;
+  readonly #stopCancels: () => void;
+
+  /**
+   * Tells the other instances of sessions that change or go here, and reads afresh those that change on them,
+   * through `broadcast`. Returns the stop.
+   */
+  shareChanges(broadcast: Broadcast): () => void {
+    return this.#changes.share(broadcast);
+  }
 
   /** Stops listening for cancellations and changed sessions (shutdown). */
   close(): void {
-    this.#stopListening();
+    this.#stopCancels();
   }
 
   /** Reads every session of the user afresh for their next turns, here and on every instance (erasure). */
