@@ -149,8 +149,8 @@ const MARKER = 'BENCH_WRK_JSON ';
  * sample for each interval the answer was late by, as if a client at a constant rate had sent those requests in the
  * meantime and they had waited too. A closed loop at full load is not such a client: there one pause of the server
  * is seen by each connection's single request in flight, and the correction turns it into several times as many
- * samples, which then make the p99 (a server answering every request within 27 ms, seen on the wire, read as a p99 of
- * 300 ms). The correction adds, to each value above the interval, the count of every value an interval or more above
+ * samples, which then make the p99 (a server that answered 99 % of its requests within 26 ms, seen on the wire, read
+ * as a p99 of 300 ms). The correction adds, to each value above the interval, the count of every value an interval or more above
  * it; so an answer's own count is the corrected count less the corrected count one interval above. `answered` counts
  * the answers so recovered, which the caller checks against the requests wrk completed.
  */
