@@ -51,6 +51,10 @@ export type NewMessage = ChatMessage & { promptTokens?: number; completionTokens
 
 type ConversationRow = Selectable<ConversationsTable>;
 
+/** A conversation the caller may not reach, or that is gone: the same 404 either way, so existence does not leak. */
+const conversationNotFound = (id: string) =>
+  new NotFoundError(`Conversation ${id} not found`, { code: CommonErrorCode.NotFound });
+
 const toConversation = (row: ConversationRow): Conversation => ({
   id: row.id,
   owner: row.owner,
@@ -242,7 +246,7 @@ export class ConversationsService {
     const now = this.now().getTime();
     const row = await this.#held.through(id, now, async () => (await conversationById(this.db, id))[0]);
     if (!row || !(await this.authz.check(subject, relation, `conversation:${id}`))) {
-      throw new NotFoundError(`Conversation ${id} not found`, { code: CommonErrorCode.NotFound });
+      throw conversationNotFound(id);
     }
     return toConversation(row);
   }
@@ -287,8 +291,7 @@ export class ConversationsService {
         .where('id', '=', id)
         .where('owner', '=', owner)
         .executeTakeFirst();
-      if (Number(counted.numUpdatedRows) !== 1)
-        throw new NotFoundError(`Conversation ${id} not found`, { code: CommonErrorCode.NotFound });
+      if (Number(counted.numUpdatedRows) !== 1) throw conversationNotFound(id);
       const { last } = await trx
         .selectFrom('messages')
         .select((eb) => eb.fn.max<number | null>('seq').as('last'))

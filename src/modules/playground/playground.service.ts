@@ -246,7 +246,7 @@ export class PlaygroundService {
     return this.#changes.share(broadcast);
   }
 
-  /** Stops listening for cancellations and changed sessions (shutdown). */
+  /** Stops listening for cancellations (shutdown); the session changes it shares stop with the module's `shares`. */
   close(): void {
     this.#stopCancels();
   }
