@@ -17,6 +17,12 @@ describe('authorization decision cache', () => {
   let hold: Promise<void> | undefined;
   let clock: number;
   let authz: AuthzService;
+  /** Renewals the cache put off, run when a test says so. */
+  let deferred: (() => void)[];
+  const runDeferred = async () => {
+    for (const work of deferred.splice(0)) work();
+    await new Promise((resolve) => setImmediate(resolve));
+  };
 
   const executor = { user: 'user:ann', relation: 'executor', object: 'tool:search_web' };
   const mayCall = () => authz.check(executor.user, executor.relation, executor.object);
@@ -28,6 +34,7 @@ describe('authorization decision cache', () => {
     asked = 0;
     hold = undefined;
     clock = 1_000_000;
+    deferred = [];
     const counted: AuthzService = {
       ...evaluator,
       check: async (user, relation, object) => {
@@ -37,7 +44,7 @@ describe('authorization decision cache', () => {
         return answer;
       },
     };
-    authz = cachingDecisions(counted, { ttlMs: 1_000, now: () => clock });
+    authz = cachingDecisions(counted, { ttlMs: 1_000, now: () => clock, defer: (work) => deferred.push(work) });
   });
   afterEach(() => db.destroy());
 
@@ -85,5 +92,70 @@ describe('authorization decision cache', () => {
     expect(await before).toBe(false);
     hold = undefined;
     expect(await mayCall()).toBe(true);
+  });
+
+  it('asks again in the background a decision read in the second half of its life, off the reading path', async () => {
+    await evaluator.write([executor]);
+    expect(await mayCall()).toBe(true);
+    clock += 499;
+    expect(await mayCall()).toBe(true);
+    expect(deferred).toHaveLength(0); // still young
+    clock += 1;
+    expect(await mayCall()).toBe(true);
+    expect(await mayCall()).toBe(true);
+    expect(asked).toBe(1); // answered from memory, one renewal put off
+    expect(deferred).toHaveLength(1);
+    // Another instance revokes the permission (straight in the evaluator: this cache hears nothing of it).
+    await evaluator.delete([executor]);
+    await runDeferred();
+    expect(asked).toBe(2);
+    // Past the first answer's time, the renewed one (asked at +500) stands without a walk on the path.
+    clock += 600;
+    expect(await mayCall()).toBe(false);
+    expect(asked).toBe(2);
+  });
+
+  it('never answers from a decision older than its time-to-live, renewed or not', async () => {
+    await evaluator.write([executor]);
+    expect(await mayCall()).toBe(true);
+    clock += 700;
+    await mayCall(); // puts a renewal off, which does not run
+    await evaluator.delete([executor]);
+    clock += 300;
+    expect(await mayCall()).toBe(false);
+    expect(asked).toBe(2);
+  });
+
+  it('lets a renewal that fails go: the decision lives out its time, then is asked on the path', async () => {
+    await evaluator.write([executor]);
+    expect(await mayCall()).toBe(true);
+    clock += 600;
+    await mayCall();
+    const failing = Promise.reject(new Error('the authorization service is away'));
+    failing.catch(() => undefined);
+    hold = failing;
+    await runDeferred();
+    expect(asked).toBe(2);
+    hold = undefined;
+    expect(await mayCall()).toBe(true); // still the first answer, within its time
+    expect(asked).toBe(2);
+    clock += 400;
+    expect(await mayCall()).toBe(true);
+    expect(asked).toBe(3);
+  });
+
+  it('does not keep a renewal that was under way when a tuple changed', async () => {
+    await evaluator.write([executor]);
+    expect(await mayCall()).toBe(true);
+    clock += 600;
+    await mayCall();
+    let release!: () => void;
+    hold = new Promise((resolve) => (release = resolve));
+    for (const work of deferred.splice(0)) work(); // the renewal reads "yes", then waits
+    await authz.delete([executor]);
+    release();
+    await new Promise((resolve) => setImmediate(resolve));
+    hold = undefined;
+    expect(await mayCall()).toBe(false);
   });
 });
