@@ -81,7 +81,9 @@ export function buildApp(config: Config, overrides: AppOverrides = {}): App {
   const { system, health, started: modules, services } = buildModules(config, infrastructure, base, overrides);
 
   // What one instance's caches forget (a session ended, a key rotated, a conversation grown), every instance's do.
-  const stopSharing = modules.flatMap((module) => module.shares ?? []).map((share) => share(infrastructure.broadcast));
+  const stopSharing = modules
+    .flatMap((module) => module.shares ?? [])
+    .map((service) => service.shareForgetting(infrastructure.broadcast));
   const resolveCaller = createCallerResolver({
     bearer: (token) => services.auth.authenticateBearer(token),
     sessionCookie: (credential) => services.auth.auth.authenticateSession(credential),

@@ -9,6 +9,12 @@ import type { HealthCheck } from './health.js';
 /** Route groups for each listener a module serves on. */
 export type ListenerRoutes = Partial<Record<ListenerName, RouteGroup[]>>;
 
+/** A service that keeps recent reads another instance's changes make stale (see `SharedForgetting`). */
+export interface SharesForgetting {
+  /** Tells the other instances, through `broadcast`, what this one's changes make stale, and forgets what theirs do. */
+  shareForgetting(broadcast: Broadcast): () => void;
+}
+
 /**
  * What a module contributes to the service. Every module is built by one factory, `createXModule(deps)`, that
  * takes the ports it declares and returns its service and these parts; the composition root hands each part to
@@ -34,11 +40,11 @@ export interface Module<Service> {
   /** What a user's data export shows of what this module keeps. */
   readonly exports?: ExportPart[];
   /**
-   * What the module's instances tell each other through the broadcast (what their caches must forget on every
-   * instance): each is shared as the service is composed, and the stop it returns runs at shutdown, once the modules
-   * have stopped.
+   * The module's services whose instances tell each other through the broadcast what their caches must forget:
+   * each is shared as the service is composed, and the stop it returns runs at shutdown, once the modules have
+   * stopped.
    */
-  readonly shares?: ((broadcast: Broadcast) => () => void)[];
+  readonly shares?: SharesForgetting[];
   /** Runs once at start-up, in the order the composition root lists the modules. */
   start?(): Promise<void>;
   /** Runs once at shutdown, in reverse order, after the listeners have drained. */

@@ -19,6 +19,6 @@ export function createApiKeysModule(deps: ApiKeysModuleDeps): Module<ApiKeysServ
     service,
     routes: { main: [apiKeyRoutes(service)] },
     erasure: [{ step: 'api_keys', run: ({ user, db }) => service.deleteAllOf(user.id, db) }],
-    shares: [(broadcast) => service.shareKeyChanges(broadcast)],
+    shares: [service],
   };
 }

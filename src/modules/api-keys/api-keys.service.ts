@@ -88,7 +88,7 @@ export class ApiKeysService {
    * `broadcast`. Without it, a change made on another instance takes effect here within KEY_CACHE_MS. Returns the
    * stop.
    */
-  shareKeyChanges(broadcast: Broadcast): () => void {
+  shareForgetting(broadcast: Broadcast): () => void {
     return this.#changes.share(broadcast);
   }
 

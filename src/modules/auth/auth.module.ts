@@ -87,7 +87,7 @@ export function createAuthModule(deps: AuthModuleDeps): Module<Auth> {
     name: 'auth',
     service: { auth, authenticateBearer, tokens, keys, sso },
     // A session ended on any instance is forgotten by every instance's session cache.
-    shares: [(broadcast) => auth.shareSessionEnds(broadcast)],
+    shares: [auth],
     routes: {
       main: [signIn, verify, wellKnown, ...(sso ? [ssoRoutes({ sso, auth, publicUrl: config.publicUrl })] : [])],
       // The web UIs sign in on their own origin (their strict CSP allows no other).

@@ -139,7 +139,7 @@ export class AuthService {
    * Tells the other instances of each session this one ends, and forgets the sessions they end, through
    * `broadcast`. Without it, another instance's logout takes effect here within SESSION_CACHE_MS. Returns the stop.
    */
-  shareSessionEnds(broadcast: Broadcast): () => void {
+  shareForgetting(broadcast: Broadcast): () => void {
     return this.#ends.share(broadcast);
   }
 

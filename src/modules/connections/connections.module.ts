@@ -38,7 +38,7 @@ export function createConnectionsModule(deps: ConnectionsModuleDeps): Module<Con
   return {
     name: 'connections',
     service,
-    shares: [(broadcast) => service.service.shareChanges(broadcast)],
+    shares: [service.service],
     routes: { main: routes, playground: routes, builder: routes },
     healthChecks: [connectionsHealthCheck(deps, service)],
     erasure: [

@@ -147,7 +147,7 @@ export class ConnectionsService {
    * Tells the other instances of connections changed here, and reads afresh after a change on another, through
    * `broadcast`. Returns the stop.
    */
-  shareChanges(broadcast: Broadcast): () => void {
+  shareForgetting(broadcast: Broadcast): () => void {
     return this.#changes.share(broadcast);
   }
 

@@ -25,7 +25,7 @@ export function createConversationsModule(deps: ConversationsModuleDeps): Module
   return {
     name: 'conversations',
     service,
-    shares: [(broadcast) => service.shareChanges(broadcast)],
+    shares: [service],
     erasure: [
       {
         step: 'authorization_tuples',

@@ -207,7 +207,7 @@ export class ConversationsService {
    * Tells the other instances of conversations that grow or go here, and reads afresh those that change on them,
    * through `broadcast`. Returns the stop.
    */
-  shareChanges(broadcast: Broadcast): () => void {
+  shareForgetting(broadcast: Broadcast): () => void {
     return this.#changes.share(broadcast);
   }
 

@@ -43,7 +43,7 @@ export function createPlaygroundModule(deps: PlaygroundModuleDeps): Module<Playg
       },
     ],
     exports: [{ section: 'playground_sessions', collect: (userId) => playground.exportOf(userId) }],
-    shares: [(broadcast) => playground.shareChanges(broadcast)],
+    shares: [playground],
     stop: () => playground.close(),
   };
 }

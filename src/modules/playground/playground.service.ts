@@ -242,7 +242,7 @@ export class PlaygroundService {
    * Tells the other instances of sessions that change or go here, and reads afresh those that change on them,
    * through `broadcast`. Returns the stop.
    */
-  shareChanges(broadcast: Broadcast): () => void {
+  shareForgetting(broadcast: Broadcast): () => void {
     return this.#changes.share(broadcast);
   }
 
