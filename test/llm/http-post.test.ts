@@ -1,7 +1,7 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { createHttpPost, headersOf, textChunks, textOf } from '../../src/adapters/llm/http-post.js';
+import { ResponseTimedOut, createHttpPost, headersOf, textChunks, textOf } from '../../src/adapters/llm/http-post.js';
 
 /** The POST the model provider sends, against a real HTTP server on the loopback. */
 
@@ -103,6 +103,31 @@ describe('the model provider’s POST', () => {
     expect((await chunks.next()).value).toBe('data: first\n\n');
     during.abort();
     await expect(chunks.next()).rejects.toBeInstanceOf(Error);
+  });
+
+  it('gives up on an answer that has not started within its time, and not on one that has', async () => {
+    let answerLate!: () => void;
+    const { url, sockets } = await serve((req, res) => {
+      if (req.headers['x-slow'] === 'head') {
+        answerLate = () => res.end('late');
+        return;
+      }
+      res.writeHead(200, { 'Content-Type': 'text/event-stream' });
+      res.write('data: first\n\n');
+      setTimeout(() => res.end('data: second\n\n'), 150);
+    });
+    const signal = new AbortController().signal;
+    const slow = post({ url: new URL(url), headers: { 'X-Slow': 'head' }, body: '{}', signal, timeoutMs: 50 });
+    await expect(slow).rejects.toBeInstanceOf(ResponseTimedOut);
+    await expect(slow).rejects.toThrow('no response within 50 ms');
+    // The request was given up with its connection: an answer that comes now has nowhere to go.
+    await new Promise((resolve) => setTimeout(resolve, 20));
+    expect(sockets.size).toBe(0);
+    answerLate();
+
+    // The time bounds the wait for the head only: a body that takes longer still streams to its end.
+    const started = await post({ url: new URL(url), headers: {}, body: '{}', signal, timeoutMs: 50 });
+    expect(await readAll(started)).toBe('data: first\n\ndata: second\n\n');
   });
 
   it('keeps a character split between chunks whole, and drops the connection of a reader that stops early', async () => {

@@ -1,4 +1,4 @@
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createOpenAiLlm, type OpenAiLlmConfig } from '../../src/adapters/llm/openai.js';
 import {
   type ChatMessage,
@@ -342,6 +342,17 @@ describe('openai provider (fake OpenAI-compatible API)', () => {
     const error = await llm.complete({ messages: [user('Hi')] }).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ServiceUnavailableError);
     expect(error).toMatchObject({ code: 'SERVICE_UNAVAILABLE', message: 'LLM provider did not answer within 100 ms' });
+  });
+
+  it('tries again an attempt whose answer did not start in time', async () => {
+    const { fake, llm } = await setUp({ timeoutMs: 100, maxRetries: 1 });
+    fake.delayMs = 10_000;
+    fake.replies.push({ text: 'Second time lucky.' });
+    const answer = llm.complete({ messages: [user('Hi')] });
+    await vi.waitFor(() => expect(fake.requests).toHaveLength(1));
+    fake.delayMs = 0;
+    expect((await answer).text).toBe('Second time lucky.');
+    expect(fake.requests).toHaveLength(2);
   });
 
   it('turns a stream that stalls into a ServiceUnavailableError naming the timeout', async () => {

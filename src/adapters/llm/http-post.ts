@@ -8,6 +8,15 @@ export interface Post {
   headers: Record<string, string>;
   body: string;
   signal: AbortSignal;
+  /** How long to wait for the response's status and headers; past it the POST is given up (`ResponseTimedOut`). */
+  timeoutMs?: number;
+}
+
+/** The response's status and headers did not come within the POST's `timeoutMs`; the request was destroyed. */
+export class ResponseTimedOut extends Error {
+  constructor(timeoutMs: number) {
+    super(`no response within ${timeoutMs} ms`);
+  }
 }
 
 /** Sends a POST and answers its response once the status and headers have come; the body streams from it. */
@@ -25,7 +34,7 @@ export function createHttpPost(): HttpPost {
     'http:': new HttpAgent({ keepAlive: true }),
     'https:': new HttpsAgent({ keepAlive: true }),
   };
-  return ({ url, headers, body, signal }) =>
+  return ({ url, headers, body, signal, timeoutMs }) =>
     new Promise((resolve, reject) => {
       const agent = agents[url.protocol];
       if (!agent) {
@@ -37,16 +46,23 @@ export function createHttpPost(): HttpPost {
         return;
       }
       const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+      let timer: NodeJS.Timeout | undefined;
       const req = send(
         url,
         { method: 'POST', headers: { ...headers, 'Content-Length': String(Buffer.byteLength(body)) }, agent },
         (response) => {
+          clearTimeout(timer);
           // Whoever reads the body learns of its errors (a cut-off answer, an abort); one that comes after the reader
           // has gone must not end the process.
           response.on('error', ignore);
           resolve(response);
         },
       );
+      if (timeoutMs !== undefined)
+        timer = setTimeout(() => {
+          reject(new ResponseTimedOut(timeoutMs));
+          req.destroy();
+        }, timeoutMs);
       // Aborting destroys the request without an error of its own: Node's `signal` option destroys it with one,
       // which its socket may report after its listeners are gone (an uncaught error). A response already
       // answered ends in Node's 'aborted'.
@@ -55,7 +71,10 @@ export function createHttpPost(): HttpPost {
         reject(abortError());
       };
       signal.addEventListener('abort', abort, { once: true });
-      req.once('close', () => signal.removeEventListener('abort', abort));
+      req.once('close', () => {
+        clearTimeout(timer);
+        signal.removeEventListener('abort', abort);
+      });
       // Stays on for the request's life: a reset after the answer started must not go unheard.
       req.on('error', reject);
       req.end(body);

@@ -1,7 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { type HttpPost, headersOf, textOf } from './http-post.js';
+import { type HttpPost, ResponseTimedOut, headersOf, textOf } from './http-post.js';
 import { loadOpenAiSdk } from './openai-sdk.js';
-import { followSignals } from '../../signals.js';
 
 /** How a chat-completions request is sent: per attempt until its answer starts, and how often again. */
 export interface RequestPolicy {
@@ -44,12 +43,13 @@ export async function postCompletion(
     const retriesLeft = policy.maxRetries - attempt;
     let response: IncomingMessage;
     try {
-      response = await attemptOnce(send, post, policy.timeoutMs);
+      // Each attempt waits its own time for the answer to start; the caller's signal stops it, and its body after.
+      response = await send({ ...post, timeoutMs: policy.timeoutMs });
     } catch (error) {
       const sdk = await loadOpenAiSdk();
       if (post.signal.aborted) throw new sdk.APIUserAbortError();
       if (retriesLeft <= 0) {
-        throw error instanceof AttemptTimedOut
+        throw error instanceof ResponseTimedOut
           ? new sdk.APIConnectionTimeoutError()
           : new sdk.APIConnectionError({ cause: error instanceof Error ? error : new Error(String(error)) });
       }
@@ -68,29 +68,6 @@ export async function postCompletion(
     const sdk = await loadOpenAiSdk();
     const json = parseJson(text) as object | undefined;
     throw sdk.APIError.generate(status, json, json === undefined ? text : undefined, headersOf(response));
-  }
-}
-
-class AttemptTimedOut extends Error {}
-
-/**
- * One attempt, given up on (`AttemptTimedOut`) when its answer has not started in time. The attempt's own controller
- * follows the caller's signal for as long as the request lives: aborting it later also ends the response's body.
- */
-async function attemptOnce(send: HttpPost, post: CompletionPost, timeoutMs: number): Promise<IncomingMessage> {
-  const controller = new AbortController();
-  followSignals(controller, [post.signal]);
-  let timedOut = false;
-  const timer = setTimeout(() => {
-    timedOut = true;
-    controller.abort();
-  }, timeoutMs);
-  try {
-    return await send({ ...post, signal: controller.signal });
-  } catch (error) {
-    throw timedOut && !post.signal.aborted ? new AttemptTimedOut() : error;
-  } finally {
-    clearTimeout(timer);
   }
 }
 
