@@ -2,9 +2,10 @@ import type { Baseline } from './baseline-servers.js';
 import type { RoundsOptions } from './load.js';
 
 /**
- * How long and how much. wrk runs whole seconds: a normal run measures each target in 3 interleaved rounds of 2 s
- * after 1 s of warm-up (about 6 minutes in all); `--quick` in 1 round of 1 s after 1 s (about 2 minutes in all,
- * under one for a single case), a smoke test more than a measurement.
+ * How long and how much. wrk runs whole seconds: a normal run measures each target in 5 interleaved rounds of 2 s
+ * after 1 s of warm-up (about 9 minutes in all): a median of five stands when one or two rounds meet a pause of the
+ * machine or a major collection, where one of three moved with a single one. `--quick` runs 1 round of 1 s after 1 s
+ * (about 2 minutes in all, under one for a single case), a smoke test more than a measurement.
  */
 export interface Settings extends RoundsOptions {
   quick: boolean;
@@ -45,7 +46,7 @@ export const QUICK: Settings = {
 
 export const NORMAL: Settings = {
   quick: false,
-  rounds: 3,
+  rounds: 5,
   seconds: 2,
   warmupSeconds: 1,
   streams: 10_000,

@@ -44,6 +44,13 @@ export interface Target {
   rate?: number;
 }
 
+/** What one round of a load measured: 2xx answers per second, and its latency percentiles in milliseconds. */
+export interface RoundFigures {
+  rps: number;
+  p50: number;
+  p99: number;
+}
+
 export interface Stats {
   /** 2xx answers per second. */
   rps: number;
@@ -52,6 +59,8 @@ export interface Stats {
   p99: number;
   /** wrk's p99 with its correction for coordinated omission (milliseconds; wrk's loads only: see ANSWERED_LUA). */
   p99Corrected?: number;
+  /** Where these are the medians of interleaved rounds: each round's own, in the order they ran. */
+  rounds?: RoundFigures[];
   /** 2xx answers. */
   ok: number;
   /** Connection errors (connect, read, write) and timeouts. */
@@ -405,7 +414,7 @@ function median(values: number[]): number {
   return sorted.length % 2 === 1 ? sorted[mid]! : (sorted[mid - 1]! + sorted[mid]!) / 2;
 }
 
-/** The median of each figure over several runs; errors and non-2xx answers are summed. */
+/** The median of each figure over several runs, with each run's own; errors and non-2xx answers are summed. */
 export function medianStats(runs: Stats[]): Stats {
   return {
     rps: median(runs.map((r) => r.rps)),
@@ -414,6 +423,7 @@ export function medianStats(runs: Stats[]): Stats {
     ...(runs.every((r) => r.p99Corrected !== undefined) && {
       p99Corrected: median(runs.map((r) => r.p99Corrected!)),
     }),
+    rounds: runs.map(({ rps, p50, p99 }) => ({ rps, p50, p99 })),
     ok: runs.reduce((n, r) => n + r.ok, 0),
     errors: runs.reduce((n, r) => n + r.errors, 0),
     non2xx: runs.reduce((n, r) => n + r.non2xx, 0),

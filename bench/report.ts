@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { type Stats, failures } from './load.js';
+import { type RoundFigures, type Stats, failures } from './load.js';
 
 /**
  * What each case found: one row per target, printed as a table (or as JSON, `--json`) and written to
@@ -14,6 +14,8 @@ export interface Figures {
   p99: number;
   /** wrk's p99 with its correction for coordinated omission, where wrk made the load (see bench/load.ts). */
   p99Corrected?: number;
+  /** Each round's own figures, where the others are medians over interleaved rounds. */
+  rounds?: RoundFigures[];
 }
 
 export interface Row {
@@ -34,11 +36,12 @@ export interface Row {
 
 export type Rows = Row[];
 
-export const figures = ({ rps, p50, p99, p99Corrected }: Stats): Figures => ({
+export const figures = ({ rps, p50, p99, p99Corrected, rounds }: Stats): Figures => ({
   rps,
   p50,
   p99,
   ...(p99Corrected !== undefined && { p99Corrected }),
+  ...(rounds && { rounds }),
 });
 
 const problems = (...stats: Stats[]): string | undefined => {
@@ -94,7 +97,12 @@ export function tailRow(
       ? undefined
       : `wrk's p99 with its correction for coordinated omission: ${subject.p99Corrected.toPrecision(4)} ms` +
         (baseline?.p99Corrected === undefined ? '' : ` (baseline ${baseline.p99Corrected.toPrecision(4)} ms)`);
-  const note = [trouble, corrected].filter(Boolean).join('; ');
+  // A tail is a median of rounds' p99s: one round's pause shows here, beside the others.
+  const perRound =
+    subject.rounds && subject.rounds.length > 1
+      ? `p99 by round ${subject.rounds.map((r) => r.p99.toPrecision(3)).join(', ')} ms`
+      : undefined;
+  const note = [trouble, perRound, corrected].filter(Boolean).join('; ');
   return {
     section,
     name,
@@ -236,11 +244,15 @@ export function summarize(rows: Rows): { met: number; targeted: number; notRun: 
 const round = (v: number | null | undefined): number | null =>
   v === null || v === undefined || !Number.isFinite(v) ? null : Math.round(v * 1000) / 1000;
 
+const roundsJson = (load: Figures | undefined) =>
+  load?.rounds?.map((r) => ({ rps: round(r.rps), p50: round(r.p50), p99: round(r.p99) })) ?? null;
+
 /**
  * A row as JSON, in bench/results.json and in `--json`: `name` (section: case), `value`, `unit`, `baseline`,
  * `ratio`, `target`, `pass` as always; the load behind it, ours (`rps`, `p50`, `p99`, `p99Corrected`) and the
  * baseline's (`baselineRps`, `baselineP50`, `baselineP99`, `baselineP99Corrected`), each null where not measured
  * (milliseconds, 2xx answers per second; `p99Corrected` is wrk's own, with its correction for coordinated omission);
+ * where those are medians of interleaved rounds, each round's own (`rounds`, `baselineRounds`: `rps`, `p50`, `p99`);
  * `section`, `case` and `note`.
  */
 export function rowJson(row: Row) {
@@ -260,6 +272,8 @@ export function rowJson(row: Row) {
     baselineP50: round(row.baselineLoad?.p50),
     baselineP99: round(row.baselineLoad?.p99),
     baselineP99Corrected: round(row.baselineLoad?.p99Corrected),
+    rounds: roundsJson(row.load),
+    baselineRounds: roundsJson(row.baselineLoad),
     section: row.section,
     case: row.name,
     note: row.note ?? null,
