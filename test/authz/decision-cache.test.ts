@@ -27,6 +27,14 @@ describe('authorization decision cache', () => {
   const executor = { user: 'user:ann', relation: 'executor', object: 'tool:search_web' };
   const mayCall = () => authz.check(executor.user, executor.relation, executor.object);
 
+  /** The permission granted and asked, then asked again `lateMs` later: past half its life, a renewal is put off. */
+  const grantedThenReadLate = async (lateMs: number) => {
+    await evaluator.write([executor]);
+    expect(await mayCall()).toBe(true);
+    clock += lateMs;
+    expect(await mayCall()).toBe(true);
+  };
+
   beforeEach(async () => {
     db = createDb({ dialect: 'sqlite', filename: ':memory:' });
     await migrateToLatest(db);
@@ -116,10 +124,7 @@ describe('authorization decision cache', () => {
   });
 
   it('never answers from a decision older than its time-to-live, renewed or not', async () => {
-    await evaluator.write([executor]);
-    expect(await mayCall()).toBe(true);
-    clock += 700;
-    await mayCall(); // puts a renewal off, which does not run
+    await grantedThenReadLate(700); // the renewal put off does not run
     await evaluator.delete([executor]);
     clock += 300;
     expect(await mayCall()).toBe(false);
@@ -127,10 +132,7 @@ describe('authorization decision cache', () => {
   });
 
   it('lets a renewal that fails go: the decision lives out its time, then is asked on the path', async () => {
-    await evaluator.write([executor]);
-    expect(await mayCall()).toBe(true);
-    clock += 600;
-    await mayCall();
+    await grantedThenReadLate(600);
     const failing = Promise.reject(new Error('the authorization service is away'));
     failing.catch(() => undefined);
     hold = failing;
@@ -145,10 +147,7 @@ describe('authorization decision cache', () => {
   });
 
   it('does not keep a renewal that was under way when a tuple changed', async () => {
-    await evaluator.write([executor]);
-    expect(await mayCall()).toBe(true);
-    clock += 600;
-    await mayCall();
+    await grantedThenReadLate(600);
     let release!: () => void;
     hold = new Promise((resolve) => (release = resolve));
     for (const work of deferred.splice(0)) work(); // the renewal reads "yes", then waits
