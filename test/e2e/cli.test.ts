@@ -123,7 +123,7 @@ describe('agent-service command line', () => {
     expect(service(migrated)).toEqual([]);
     for (const args of [['help'], ['frobnicate'], ['config'], ['users', 'list'], ['keys', 'spin']])
       expect(service(await loadedBy(args)), args.join(' ')).toEqual([]);
-  });
+  }, 60_000); // six processes, each starting through tsx with a loader hook
 
   it('manages users: create with a password from stdin or generated, list, set-password', async () => {
     const dbFile = join(mkdtempSync(join(tmpdir(), 'agent-cli-')), 'agent.db');
