@@ -7,11 +7,8 @@ import { type RoundFigures, type Stats, failures } from './load.js';
  * (their reason is printed).
  */
 
-/** What a load measured: 2xx answers per second, and latency percentiles in milliseconds. */
-export interface Figures {
-  rps: number;
-  p50: number;
-  p99: number;
+/** What a load measured: 2xx answers per second, and latency percentiles in milliseconds (the medians of its rounds). */
+export interface Figures extends RoundFigures {
   /** wrk's p99 with its correction for coordinated omission, where wrk made the load (see bench/load.ts). */
   p99Corrected?: number;
   /** Each round's own figures, where the others are medians over interleaved rounds. */
