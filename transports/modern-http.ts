@@ -1,4 +1,4 @@
-import { toNodeHandler } from '@modelcontextprotocol/node';
+import { once } from 'node:events';
 import { type McpHttpHandler, classifyInboundRequest, createMcpHandler } from '@modelcontextprotocol/server';
 import type { Request, Response } from 'express';
 import { ErrorCode } from '@modelcontextprotocol/sdk/types.js';
@@ -6,7 +6,8 @@ import { callerOf } from '../src/http/authenticate.js';
 import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { callerOfAuthInfo } from '../src/mcp/modern.js';
-import { jsonRpcError, withAuth } from './mcp-http.js';
+import { authInfoFor } from '../src/mcp/server.js';
+import { jsonRpcError } from './mcp-http.js';
 
 export interface ModernHttpOptions {
   core: McpCore;
@@ -22,7 +23,6 @@ export interface ModernHttpOptions {
  */
 export class ModernHttp {
   readonly #handler: McpHttpHandler;
-  readonly #serve: ReturnType<typeof toNodeHandler>;
   readonly #stopNotifying: () => void;
 
   private constructor(private readonly options: ModernHttpOptions) {
@@ -39,9 +39,6 @@ export class ModernHttp {
       stopTools();
       stopResources();
     };
-    this.#serve = toNodeHandler(this.#handler, {
-      onerror: (err) => logger.error({ err }, 'modern MCP request failed'),
-    });
   }
 
   static async create(options: ModernHttpOptions): Promise<ModernHttp> {
@@ -83,11 +80,35 @@ export class ModernHttp {
         return;
       }
     }
-    const outcome = watchReply(res);
-    res.once('finish', () => {
-      if (typeof method === 'string') core.metrics.messages.inc({ method, status: outcome() });
-    });
-    await this.#serve(withAuth(req, { resourceMetadataUrl: this.options.resourceMetadataUrl }), res, req.body);
+    const reply = await this.#reply(req, res);
+    if (typeof method === 'string') core.metrics.messages.inc({ method, status: reply.outcome() });
+  }
+
+  /**
+   * The handler's answer to a request, written as it comes (a JSON-RPC response, or an event stream until it ends
+   * or the client leaves). In place of the SDK's Node adapter (`toNodeHandler`), which serializes the parsed body
+   * again into a stream the handler never reads, follows the response with a signal of its own, and writes even a
+   * JSON answer chunk by chunk: what the handler reads is the request's method, URL and headers, and the body
+   * express parsed.
+   */
+  async #reply(req: Request, res: Response): Promise<Reply> {
+    const reply = new Reply(res);
+    let request: ClientRequest;
+    let response: globalThis.Response;
+    try {
+      request = new ClientRequest(req, res);
+      response = await this.#handler.fetch(request, {
+        authInfo: { ...authInfoFor(callerOf(req)), resourceMetadataUrl: this.options.resourceMetadataUrl },
+        parsedBody: req.body,
+      });
+    } catch (err) {
+      this.options.logger.error({ err }, 'modern MCP request failed');
+      const id = (req.body as { id?: unknown } | undefined)?.id;
+      jsonRpcError(res, 500, ErrorCode.InternalError, 'Internal error', { id });
+      return reply;
+    }
+    await reply.send(response, request.signal);
+    return reply;
   }
 
   async close(): Promise<void> {
@@ -96,38 +117,98 @@ export class ModernHttp {
   }
 }
 
+/**
+ * A POST as the handler reads it: its method, URL and headers, without the body (handed over parsed). Its signal
+ * aborts when the client leaves before the answer ends; it is made when first read, and the platform's type
+ * declares it a plain property, hence its definition in the constructor.
+ */
+class ClientRequest extends Request {
+  #controller: AbortController | undefined;
+  #left = false;
+
+  constructor(req: Request, res: Response) {
+    const headers = new Headers();
+    for (const [name, value] of Object.entries(req.headers)) {
+      if (value === undefined) continue;
+      if (Array.isArray(value)) for (const item of value) headers.append(name, item);
+      else headers.set(name, value);
+    }
+    headers.delete('content-length');
+    headers.delete('transfer-encoding');
+    super(`http://${req.headers.host ?? 'localhost'}${req.originalUrl}`, { method: req.method, headers });
+    Object.defineProperty(this, 'signal', { get: () => this.#signal() });
+    res.once('close', () => {
+      if (!res.writableFinished) this.#leave();
+    });
+  }
+
+  #signal(): AbortSignal {
+    if (!this.#controller) {
+      this.#controller = new AbortController();
+      if (this.#left) this.#controller.abort();
+    }
+    return this.#controller.signal;
+  }
+
+  #leave(): void {
+    this.#left = true;
+    this.#controller?.abort();
+  }
+}
+
 /** How much of a reply is kept to read its outcome: a JSON-RPC response, or the last event of a stream. */
 const WATCHED_BYTES = 64 * 1024;
 
 /**
- * Watches what a modern request's reply sends, to tell its outcome: an HTTP error, or a JSON-RPC error answered
- * with 200 (the revision answers most errors that way), counts as an error; a result as a success.
+ * A web Response written to Node's: its status and headers, then its body chunk by chunk, waiting for the socket to
+ * drain, until it ends or the client leaves. What it sent tells the outcome: an HTTP error, or a JSON-RPC error
+ * answered with 200 (the revision answers most errors that way), counts as an error; a result as a success.
  */
-function watchReply(res: Response): () => 'success' | 'error' {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  const keep = (chunk: unknown, encoding: unknown) => {
-    if (size >= WATCHED_BYTES || (typeof chunk !== 'string' && !(chunk instanceof Uint8Array))) return;
-    const bytes =
-      typeof chunk === 'string'
-        ? Buffer.from(chunk, typeof encoding === 'string' ? (encoding as BufferEncoding) : 'utf8')
-        : Buffer.from(chunk);
-    chunks.push(bytes);
-    size += bytes.length;
-  };
-  const write = res.write.bind(res) as (...args: unknown[]) => boolean;
-  const end = res.end.bind(res) as (...args: unknown[]) => Response;
-  res.write = ((...args: unknown[]) => {
-    keep(args[0], args[1]);
-    return write(...args);
-  }) as Response['write'];
-  res.end = ((...args: unknown[]) => {
-    keep(args[0], args[1]);
-    return end(...args);
-  }) as Response['end'];
-  return () => {
+class Reply {
+  readonly #chunks: Uint8Array[] = [];
+  #size = 0;
+
+  constructor(private readonly res: Response) {}
+
+  async send(response: globalThis.Response, left: AbortSignal): Promise<void> {
+    const { res } = this;
+    const headers: Record<string, string> = {};
+    for (const [name, value] of response.headers) headers[name] = value;
+    if (response.body === null || left.aborted) {
+      res.writeHead(response.status, headers).end();
+      return;
+    }
+    if (!headers['content-type']?.startsWith('text/event-stream')) {
+      // A JSON answer: written at once, with its length.
+      const body = Buffer.from(await response.arrayBuffer());
+      this.#keep(body);
+      res.writeHead(response.status, { ...headers, 'content-length': String(body.byteLength) }).end(body);
+      return;
+    }
+    res.writeHead(response.status, headers);
+    const closed = new Promise<void>((resolve) => left.addEventListener('abort', () => resolve(), { once: true }));
+    try {
+      for await (const chunk of response.body as AsyncIterable<Uint8Array>) {
+        if (left.aborted) break;
+        this.#keep(chunk);
+        if (!res.write(chunk)) await Promise.race([once(res, 'drain'), closed]);
+      }
+    } catch {
+      // The stream failed or was cancelled: what was written stands.
+    }
+    res.end();
+  }
+
+  #keep(chunk: Uint8Array): void {
+    if (this.#size >= WATCHED_BYTES) return;
+    this.#chunks.push(chunk);
+    this.#size += chunk.byteLength;
+  }
+
+  outcome(): 'success' | 'error' {
+    const { res } = this;
     if (res.statusCode >= 400) return 'error';
-    const text = Buffer.concat(chunks).toString('utf8');
+    const text = Buffer.concat(this.#chunks).toString('utf8');
     const streamed = String(res.getHeader('content-type') ?? '').includes('text/event-stream');
     const last = streamed
       ? text
@@ -136,13 +217,15 @@ function watchReply(res: Response): () => 'success' | 'error' {
           .at(-1)
           ?.slice(5)
       : text;
+    // No message without the word is an error: most answers are told from their text alone.
+    if (!last?.includes('"error"')) return 'success';
     try {
-      const message = last ? (JSON.parse(last) as { error?: unknown }) : {};
+      const message = JSON.parse(last) as { error?: unknown };
       return message.error === undefined ? 'success' : 'error';
     } catch {
       return 'success';
     }
-  };
+  }
 }
 
 /** The resources a `subscriptions/listen` request asks to follow (`notifications.resourceSubscriptions`). */

@@ -1,8 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { closeAfterEach } from '../helpers/app.js';
 import { startTestClient } from '../helpers/client.js';
-import { openSocket, openSse, sdkTransports } from '../helpers/mcp.js';
+import { MODERN_REVISION, modernBody, openSocket, openSse, sdkTransports } from '../helpers/mcp.js';
 import { startFakeOpenAi } from '../fakes/openai.js';
 
 /** Over-limit requests on every wire, and clients that go away mid-stream. */
@@ -94,6 +94,33 @@ describe('clients that go away mid-stream', () => {
     const conversations = await app.services.conversations.list(`user:${alice.id}`, { offset: 0, limit: 10 });
     const counts = conversations.map((c) => c.messageCount).sort();
     expect(counts).toEqual([0, 2]);
+  });
+
+  it('a 2026-07-28 tools/call whose client leaves stops its model call (model: a fake OpenAI-compatible API)', async () => {
+    const fake = closing(await startFakeOpenAi(['slow-model']));
+    // A long answer, one slow chunk at a time: some ten seconds unless the call is stopped.
+    fake.replies.push({ text: 'word '.repeat(500) });
+    fake.chunkDelayMs = 20;
+    const { app, alice } = await setUp({ LLM_PROVIDER: 'openai', LLM_BASE_URL: fake.url, LLM_MODEL: 'slow-model' });
+    const controller = new AbortController();
+    const answered = fetch(`${app.url('main')}/mcp`, {
+      method: 'POST',
+      headers: {
+        ...alice.credentials,
+        'Content-Type': 'application/json',
+        Accept: 'application/json, text/event-stream',
+        'Mcp-Protocol-Version': MODERN_REVISION,
+        'Mcp-Method': 'tools/call',
+        'Mcp-Name': 'chat',
+      },
+      body: JSON.stringify(modernBody('tools/call', { name: 'chat', arguments: { query: 'a long story' } })),
+      signal: controller.signal,
+    }).catch((error: unknown) => error);
+    await vi.waitFor(() => expect(fake.requests.some((r) => r.path.endsWith('/chat/completions'))).toBe(true));
+    controller.abort();
+    expect(await answered).toMatchObject({ name: 'AbortError' });
+    // The service heard the client leave and stopped the model's answer long before its end.
+    await vi.waitFor(() => expect(fake.abandoned).toBe(1), { timeout: 3_000 });
   });
 
   it('a dropped WebSocket frees its connection and stream slot', async () => {
