@@ -160,9 +160,10 @@ class ClientRequest extends Request {
 const WATCHED_BYTES = 64 * 1024;
 
 /**
- * A web Response written to Node's: its status and headers, then its body chunk by chunk, waiting for the socket to
- * drain, until it ends or the client leaves. What it sent tells the outcome: an HTTP error, or a JSON-RPC error
- * answered with 200 (the revision answers most errors that way), counts as an error; a result as a success.
+ * A web Response written to Node's: a JSON answer at once, with its length; an event stream chunk by chunk, waiting
+ * for the socket to drain, until it ends or the client leaves. What it sent tells the outcome: an HTTP error, or a
+ * JSON-RPC error answered with 200 (the revision answers most errors that way), counts as an error; a result as a
+ * success.
  */
 class Reply {
   readonly #chunks: Uint8Array[] = [];
@@ -217,7 +218,7 @@ class Reply {
           .at(-1)
           ?.slice(5)
       : text;
-    // No message without the word is an error: most answers are told from their text alone.
+    // A message without the word in it is no error: most answers are told from their text alone.
     if (!last?.includes('"error"')) return 'success';
     try {
       const message = JSON.parse(last) as { error?: unknown };
