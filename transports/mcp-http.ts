@@ -2,9 +2,14 @@ import type { Request, Response } from 'express';
 import { callerOf } from '../src/http/authenticate.js';
 import { authInfoFor } from '../src/mcp/server.js';
 
+/** The AuthInfo the SDKs hand their handlers: the caller the route authenticated, and what more the wire adds. */
+export const authInfoOf = (req: Request, extra: { resourceMetadataUrl?: string } = {}) => ({
+  ...authInfoFor(callerOf(req)),
+  ...extra,
+});
+
 /** The request as the SDKs' transports read it: with its caller's AuthInfo. */
-export const withAuth = (req: Request, extra: { resourceMetadataUrl?: string } = {}) =>
-  Object.assign(req, { auth: { ...authInfoFor(callerOf(req)), ...extra } });
+export const withAuth = (req: Request) => Object.assign(req, { auth: authInfoOf(req) });
 
 export function jsonRpcError(
   res: Response,

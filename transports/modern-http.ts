@@ -6,8 +6,8 @@ import { callerOf } from '../src/http/authenticate.js';
 import type { Logger } from '../src/logger.js';
 import type { McpCore } from '../src/mcp/core.js';
 import { callerOfAuthInfo } from '../src/mcp/modern.js';
-import { authInfoFor } from '../src/mcp/server.js';
-import { jsonRpcError } from './mcp-http.js';
+import { headersOf } from '../src/web-headers.js';
+import { authInfoOf, jsonRpcError } from './mcp-http.js';
 
 export interface ModernHttpOptions {
   core: McpCore;
@@ -98,7 +98,7 @@ export class ModernHttp {
     try {
       request = new ClientRequest(req, res);
       response = await this.#handler.fetch(request, {
-        authInfo: { ...authInfoFor(callerOf(req)), resourceMetadataUrl: this.options.resourceMetadataUrl },
+        authInfo: authInfoOf(req, { resourceMetadataUrl: this.options.resourceMetadataUrl }),
         parsedBody: req.body,
       });
     } catch (err) {
@@ -127,12 +127,7 @@ class ClientRequest extends Request {
   #left = false;
 
   constructor(req: Request, res: Response) {
-    const headers = new Headers();
-    for (const [name, value] of Object.entries(req.headers)) {
-      if (value === undefined) continue;
-      if (Array.isArray(value)) for (const item of value) headers.append(name, item);
-      else headers.set(name, value);
-    }
+    const headers = headersOf(req);
     headers.delete('content-length');
     headers.delete('transfer-encoding');
     super(`http://${req.headers.host ?? 'localhost'}${req.originalUrl}`, { method: req.method, headers });

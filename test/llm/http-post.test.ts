@@ -1,7 +1,8 @@
 import { type IncomingMessage, type Server, type ServerResponse, createServer } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { afterEach, describe, expect, it } from 'vitest';
-import { ResponseTimedOut, createHttpPost, headersOf, textChunks, textOf } from '../../src/adapters/llm/http-post.js';
+import { ResponseTimedOut, createHttpPost, textChunks, textOf } from '../../src/adapters/llm/http-post.js';
+import { headersOf } from '../../src/web-headers.js';
 
 /** The POST the model provider sends, against a real HTTP server on the loopback. */
 

@@ -84,14 +84,6 @@ export function createHttpPost(): HttpPost {
 const abortError = () => new DOMException('This operation was aborted', 'AbortError');
 const ignore = () => undefined;
 
-/** A response's headers as a `Headers` list (what the `openai` client's errors carry). */
-export function headersOf(response: IncomingMessage): Headers {
-  const headers = new Headers();
-  const raw = response.rawHeaders;
-  for (let i = 0; i < raw.length; i += 2) headers.append(raw[i]!, raw[i + 1]!);
-  return headers;
-}
-
 /** A response's whole body as text (an error's, which is short). */
 export async function textOf(response: IncomingMessage): Promise<string> {
   let text = '';

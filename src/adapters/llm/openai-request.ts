@@ -1,5 +1,6 @@
 import type { IncomingMessage } from 'node:http';
-import { type HttpPost, ResponseTimedOut, headersOf, textOf } from './http-post.js';
+import { headersOf } from '../../web-headers.js';
+import { type HttpPost, ResponseTimedOut, textOf } from './http-post.js';
 import { loadOpenAiSdk } from './openai-sdk.js';
 
 /** How a chat-completions request is sent: per attempt until its answer starts, and how often again. */
