@@ -56,11 +56,11 @@ export function cachingDecisions(inner: AuthzService, options: DecisionCacheOpti
     }
     return allowed;
   };
-  const renew = (decision: Decision, key: string, user: string, relation: string, object: string) => {
+  const renew = (decision: Decision, askAgain: () => Promise<boolean>) => {
     decision.renewing = true;
     defer(() => {
       // A decision that could not be asked again lives out its time; the next read past it asks on its own path.
-      ask(key, user, relation, object).catch(() => (decision.renewing = false));
+      askAgain().catch(() => (decision.renewing = false));
     });
   };
 
@@ -72,7 +72,7 @@ export function cachingDecisions(inner: AuthzService, options: DecisionCacheOpti
       if (decision) {
         const age = now() - decision.asked;
         if (age < ttlMs) {
-          if (age * 2 >= ttlMs && !decision.renewing) renew(decision, key, user, relation, object);
+          if (age * 2 >= ttlMs && !decision.renewing) renew(decision, () => ask(key, user, relation, object));
           return decision.allowed;
         }
       }
